@@ -1,0 +1,261 @@
+"""The one vocabulary of the program: everything that happens is one of these events.
+
+Each event is a frozen dataclass with `seq` (its position in the run, from 1) and `t` (sim
+seconds). The engine emits them; the KV index, the metrics, the metadata store, the Textual
+app and the headless reports all consume the same stream, so nothing is computed twice.
+
+The KV events (`BlocksStored`, `BlocksEvicted`, `NodeCacheCleared`) mirror vLLM's KV event
+stream (vllm/distributed/kv_events.py: BlockStored with block_hashes + parent_block_hash,
+BlockRemoved, AllBlocksCleared), which is what llm-d's KV-cache indexer and Dynamo's KV router
+subscribe to in order to know which node holds which blocks.
+
+`kind` is a short stable name used in JSON output and in the app's filters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    seq: int
+    t: float
+    kind: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["kind"] = self.kind
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class RequestArrived(Event):
+    request: str
+    session: str
+    group: str
+    turn: int
+    prompt_tokens: int
+    output_tokens: int
+    kind: ClassVar[str] = "arrived"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One node as the router saw it: its features and the score it got (higher wins)."""
+
+    node: str
+    score: float
+    features: tuple[tuple[str, float], ...]
+    eligible: bool = True
+    note: str = ""
+
+    def feature(self, name: str, default: float = 0.0) -> float:
+        for key, value in self.features:
+            if key == name:
+                return value
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDecided(Event):
+    request: str
+    node: str | None
+    policy: str
+    reason: str
+    candidates: tuple[Candidate, ...]
+    prompt_blocks: int
+    kind: ClassVar[str] = "routed"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRejected(Event):
+    request: str
+    node: str | None
+    reason: str
+    kind: ClassVar[str] = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestQueued(Event):
+    request: str
+    node: str
+    waiting: int
+    kind: ClassVar[str] = "queued"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestScheduled(Event):
+    """The node's scheduler took the request into the running batch (again, after a preemption).
+
+    `hit_blocks` are the leading prompt blocks found in the node's prefix cache;
+    `new_blocks` were allocated now; `evicted` of those had to evict a cached block.
+    """
+
+    request: str
+    node: str
+    prompt_blocks: int
+    hit_blocks: int
+    cached_tokens: int
+    new_blocks: int
+    free_blocks: int
+    resumed: bool
+    kind: ClassVar[str] = "scheduled"
+
+
+@dataclass(frozen=True, slots=True)
+class BlocksStored(Event):
+    """Full blocks of a request became cached under their chained hash keys."""
+
+    node: str
+    request: str
+    group: str
+    keys: tuple[int, ...]
+    parent_key: int | None
+    first_index: int
+    kind: ClassVar[str] = "stored"
+
+
+@dataclass(frozen=True, slots=True)
+class BlocksEvicted(Event):
+    """Cached-but-idle blocks were reused for new data: their keys left the node's cache.
+
+    `groups` names, per key, whose prefix it was; `for_request` is who needed the room.
+    """
+
+    node: str
+    keys: tuple[int, ...]
+    groups: tuple[str, ...]
+    for_request: str
+    kind: ClassVar[str] = "evicted"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPreempted(Event):
+    """A running request lost its blocks so others could grow (vLLM recompute preemption)."""
+
+    request: str
+    node: str
+    freed_blocks: int
+    tokens_done: int
+    needed_by: str
+    kind: ClassVar[str] = "preempted"
+
+
+@dataclass(frozen=True, slots=True)
+class FirstToken(Event):
+    request: str
+    node: str
+    ttft: float
+    kind: ClassVar[str] = "first_token"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCompleted(Event):
+    request: str
+    node: str
+    session: str
+    group: str
+    prompt_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    hit: str
+    ttft: float
+    tpot: float
+    e2e: float
+    preemptions: int
+    kind: ClassVar[str] = "completed"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStepped(Event):
+    """A node ran `iterations` scheduler iterations with an unchanged batch."""
+
+    node: str
+    iterations: int
+    prefill_tokens: int
+    decode_seqs: int
+    duration: float
+    running: int
+    waiting: int
+    used_blocks: int
+    kind: ClassVar[str] = "batch"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDown(Event):
+    node: str
+    lost_blocks: int
+    rerouted: tuple[str, ...]
+    failed: tuple[str, ...]
+    kind: ClassVar[str] = "node_down"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUp(Event):
+    node: str
+    kv_blocks: int
+    kind: ClassVar[str] = "node_up"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCacheCleared(Event):
+    node: str
+    keys: int
+    kind: ClassVar[str] = "cache_cleared"
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixPinned(Event):
+    node: str
+    group: str
+    blocks: int
+    kind: ClassVar[str] = "pinned"
+
+
+@dataclass(frozen=True, slots=True)
+class ControlPlaneCrashed(Event):
+    records: int
+    digest: str
+    kind: ClassVar[str] = "cp_crash"
+
+
+@dataclass(frozen=True, slots=True)
+class ControlPlaneRecovered(Event):
+    """The control plane replayed its log; `report` holds the recovery report's fields."""
+
+    records: int
+    digest_before: str
+    digest_after: str
+    downtime: float
+    report: tuple[tuple[str, object], ...]
+    kind: ClassVar[str] = "cp_recovered"
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationEnded(Event):
+    reason: str
+    kind: ClassVar[str] = "ended"
+
+
+ALL_EVENT_TYPES: tuple[type[Event], ...] = (
+    RequestArrived,
+    RouteDecided,
+    RequestRejected,
+    RequestQueued,
+    RequestScheduled,
+    BlocksStored,
+    BlocksEvicted,
+    RequestPreempted,
+    FirstToken,
+    RequestCompleted,
+    BatchStepped,
+    NodeDown,
+    NodeUp,
+    NodeCacheCleared,
+    PrefixPinned,
+    ControlPlaneCrashed,
+    ControlPlaneRecovered,
+    SimulationEnded,
+)
