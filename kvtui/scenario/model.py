@@ -141,7 +141,6 @@ class NodeSpec:
     chunked_prefill: bool = field(default=True, metadata=doc("split long prefills across iterations"))
     max_active: int | None = field(default=None, metadata=doc("reject when running+waiting reach this", min=1))
     max_queue: int | None = field(default=None, metadata=doc("reject when this many are waiting", min=0))
-    evict_cached: bool = field(default=True, metadata=doc("may reuse cached-but-idle blocks (evict them)"))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ class Request:
 
     # --- engine state -------------------------------------------------------------------
     node: str | None = None
+    target: int = 0  # tokens to prefill at the current admission (prompt + generated so far)
     computed: int = 0  # tokens whose KV exists (prefilled or decoded)
     generated: int = 0  # output tokens produced
     blocks: list[int] = field(default_factory=list)  # block ids held, in sequence order
@@ -37,17 +38,19 @@ class Request:
     reroutes: int = 0
     admitted_seq: int = 0  # order of (re)admission to the running batch; newest preempted first
     outcome: str | None = None  # completed | rejected | failed
+    done: object = None  # the simpy event the workload waits on; the engine succeeds it
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.output_tokens
 
-    @property
-    def prefill_done(self) -> bool:
-        return self.computed >= self.prompt_tokens
-
-    def reset_progress(self) -> None:
-        """Back to the start (recompute preemption, or re-routing after a node failure)."""
+    def restart(self) -> None:
+        """Back to the very start: its node failed and the request is sent again elsewhere."""
+        self.node = None
+        self.target = 0
         self.computed = 0
         self.generated = 0
         self.blocks = []
+        self.first_token_at = None
+        self.cached_tokens = 0
+        self.hit_blocks = 0

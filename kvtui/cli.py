@@ -1,0 +1,260 @@
+"""The `kvtui` command line (a contract: DESIGN.md section 5).
+
+Exit codes: 0 success, 2 bad input (usage, scenario, trace, WAL), 1 anything else. Bad input is
+reported as `file:line: message` lines, never as a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from kvtui import __version__
+from kvtui.errors import InputError
+
+COMMANDS = ("run", "compare", "record", "validate", "schema", "wal")
+
+EPILOG = """commands:
+  kvtui SCENARIO              open the interactive app
+  kvtui run SCENARIO          headless run: summary table, --json result document
+  kvtui compare SCENARIO      one row per policy (or per --sweep value), same workload
+  kvtui record SCENARIO       render the app after N steps to an SVG
+  kvtui validate SCENARIO     check a scenario file: exit 0, or 2 with every problem
+  kvtui schema                print the JSON Schema of scenario files
+  kvtui wal inspect|verify|dump DIR   look into a metadata store's write-ahead log
+
+`kvtui COMMAND --help` tells more."""
+
+
+class UsageError(Exception):
+    """Bad command-line usage: exit 2 with the message."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would exit 2 itself; keep one exit path
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage().strip()}")
+
+
+def _policy_help() -> str:
+    from kvtui.sim.router.registry import POLICY_NAMES
+
+    return "routing policy: " + ", ".join(POLICY_NAMES)
+
+
+def _add_run_options(p: argparse.ArgumentParser, policy: bool = True) -> None:
+    p.add_argument("scenario", help="scenario YAML file")
+    if policy:
+        p.add_argument("--policy", help=_policy_help())
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario field, e.g. --set cluster.nodes.0.kv_blocks=64 (repeatable)",
+    )
+
+
+def _load(args) -> "Scenario":  # noqa: F821
+    from kvtui.scenario import load_scenario
+
+    return load_scenario(args.scenario, args.overrides)
+
+
+def _check_policy(name: str | None) -> None:
+    from kvtui.sim.router.registry import POLICY_NAMES
+
+    if name is not None and name not in POLICY_NAMES:
+        raise UsageError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
+
+
+def run_once(scenario, seed: int | None = None, policy: str | None = None) -> tuple[object, dict]:
+    """Run a scenario to the end; return the simulation and its result document."""
+    from kvtui.sim.engine import Simulation
+    from kvtui.sim.result import result_document
+
+    t0 = time.perf_counter()
+    sim = Simulation(scenario, seed=seed, policy=policy)
+    sim.run()
+    wall = time.perf_counter() - t0
+    return sim, result_document(sim, wall)
+
+
+def _write_json(path: str, doc: dict) -> None:
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+        tmp.replace(target)
+    except OSError as e:
+        raise InputError.one(path, None, f"cannot write the result: {e.strerror}") from None
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_run(argv: list[str]) -> int:
+    from kvtui.report import print_table, run_table
+
+    p = _Parser(prog="kvtui run", description="Run a scenario headless and print its summary.")
+    _add_run_options(p)
+    p.add_argument("--json", metavar="FILE", help="write the result document here")
+    args = p.parse_args(argv)
+    _check_policy(args.policy)
+    scenario = _load(args)
+    _, doc = run_once(scenario, args.seed, args.policy)
+    print_table(run_table(doc))
+    if args.json:
+        _write_json(args.json, doc)
+    return 0
+
+
+def _parse_sweep(text: str) -> tuple[str, list[str]]:
+    key, sep, values = text.partition("=")
+    if not sep or not key or not values:
+        raise UsageError(f"--sweep wants KEY=V1,V2,...; got {text!r}")
+    return key, [v for v in values.split(",") if v != ""]
+
+
+def cmd_compare(argv: list[str]) -> int:
+    from kvtui.report import compare_table, print_table
+    from kvtui.scenario import load_scenario
+
+    p = _Parser(
+        prog="kvtui compare",
+        description="Run the same workload under several policies (or several values of one field).",
+    )
+    _add_run_options(p, policy=False)
+    p.add_argument("--policies", help="comma-separated policy names (default: the scenario's)")
+    p.add_argument("--sweep", metavar="KEY=V1,V2", help="one run per value of a scenario field, e.g. workload.arrival.users=1,3,5,10")
+    p.add_argument("--json", metavar="FILE", help='write {"runs": [...]} here')
+    args = p.parse_args(argv)
+    policies = [x for x in (args.policies or "").split(",") if x] or [None]
+    for name in policies:
+        _check_policy(name)
+    runs: list[dict] = []
+    if args.sweep:
+        key, values = _parse_sweep(args.sweep)
+        for value in values:
+            scenario = load_scenario(args.scenario, [*args.overrides, f"{key}={value}"])
+            for name in policies:
+                _, doc = run_once(scenario, args.seed, name)
+                doc["label"] = f"{key.rsplit('.', 1)[-1]}={value}" + (f" {doc['policy']}" if len(policies) > 1 else "")
+                doc["sweep"] = {"key": key, "value": value}
+                runs.append(doc)
+        label = key.rsplit(".", 1)[-1]
+    else:
+        scenario = _load(args)
+        for name in policies:
+            _, doc = run_once(scenario, args.seed, name)
+            runs.append(doc)
+        label = "policy"
+    print_table(compare_table(runs, label=label))
+    if args.json:
+        _write_json(args.json, {"runs": runs})
+    return 0
+
+
+def cmd_validate(argv: list[str]) -> int:
+    p = _Parser(prog="kvtui validate", description="Check a scenario file; every problem as file:line: message.")
+    p.add_argument("scenario")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    args = p.parse_args(argv)
+    scenario = _load(args)
+    print(f"{args.scenario}: ok ({scenario.name}: {len(scenario.cluster.nodes)} nodes, policy {scenario.router.policy})")
+    return 0
+
+
+def cmd_schema(argv: list[str]) -> int:
+    from kvtui.scenario import scenario_json_schema
+
+    p = _Parser(prog="kvtui schema", description="Print the JSON Schema of scenario files (for editors).")
+    p.parse_args(argv)
+    print(json.dumps(scenario_json_schema(), indent=2))
+    return 0
+
+
+def cmd_wal(argv: list[str]) -> int:
+    from kvtui.store.commands import wal_main
+
+    return wal_main(argv)
+
+
+def cmd_record(argv: list[str]) -> int:
+    from kvtui.tui.record import record_main
+
+    return record_main(argv)
+
+
+def cmd_app(argv: list[str]) -> int:
+    p = _Parser(prog="kvtui", description="Open the interactive app on a scenario.", epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_run_options(p)
+    p.add_argument("--theme", help="colour theme (see themes/)")
+    args = p.parse_args(argv)
+    _check_policy(args.policy)
+    scenario = _load(args)
+    try:
+        from kvtui.tui.app import make_app
+    except ImportError:
+        print(
+            "The interactive app is not built yet. Try the headless run:\n"
+            f"  kvtui run {args.scenario}",
+            file=sys.stderr,
+        )
+        return 1
+    app = make_app(scenario, seed=args.seed, policy=args.policy, theme=args.theme)
+    app.run()
+    return 0
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="kvtui",
+        description="Watch a KV-cache-aware LLM serving control plane at work.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="kvtui [--version] SCENARIO [options] | kvtui COMMAND ...",
+    )
+    p.add_argument("--version", action="version", version=f"kvtui {__version__}")
+    return p
+
+
+def dispatch(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "--version"):
+        if not argv:
+            raise UsageError(_top_parser().format_help().rstrip())
+        _top_parser().parse_args(argv)
+        return 0
+    head, rest = argv[0], argv[1:]
+    handlers = {
+        "run": cmd_run,
+        "compare": cmd_compare,
+        "record": cmd_record,
+        "validate": cmd_validate,
+        "schema": cmd_schema,
+        "wal": cmd_wal,
+    }
+    if head in handlers:
+        return handlers[head](rest)
+    return cmd_app(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return dispatch(argv)
+    except SystemExit as e:  # argparse --help / --version
+        return int(e.code or 0)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except InputError as e:
+        print(e.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

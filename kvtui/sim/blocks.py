@@ -1,0 +1,212 @@
+"""A node's KV-cache block pool, following vLLM v1's prefix caching.
+
+The rules, and where vLLM has them (vllm/v1/core/block_pool.py, kv_cache_manager.py,
+single_type_kv_cache_manager.py, kv_cache_utils.py):
+
+- The pool is `num_blocks` blocks of `block_size` tokens. Every block has a reference count.
+- Only full blocks are cached: once a request has computed every token of a block, the block
+  is registered under its chained key (`BlockPool.cache_full_blocks`). If the key is already
+  cached by another block, the existing one stays the cached copy (vLLM keeps a map from key
+  to blocks; the duplicate is just a private block here).
+- The free queue (`FreeKVCacheBlockQueue`) holds every block with reference count 0, cached or
+  not, in eviction order. At start it holds all blocks in id order.
+- Allocation (`get_new_blocks`) pops from the front of the free queue; if a popped block still
+  holds a key, that key is evicted (`_maybe_evict_cached_block`).
+- A cache hit (`touch`) takes a block with count 0 out of the free queue and counts it up.
+- Freeing (`free`) counts a request's blocks down in *reverse* order, appending those that reach
+  0 to the back of the free queue: the tail of a prefix is evicted before its head, and the
+  longest-unused prefixes go first (LRU).
+- Pinned blocks (kvtui's model of a preloaded system prompt) hold a reference that is never
+  released, so they never enter the free queue and are never evicted.
+
+The pool reports every cache change through `emit` as a KV event (stored / evicted), which
+is how the router's KV index and the metadata store learn about it, as in vLLM's KV events.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Iterable
+
+
+class OutOfBlocks(Exception):
+    """Asked for more blocks than the free queue holds (callers check first; this is a bug)."""
+
+
+class BlockPool:
+    __slots__ = (
+        "node",
+        "num_blocks",
+        "block_size",
+        "ref",
+        "key",
+        "owner",
+        "pinned",
+        "free_queue",
+        "cached",
+        "on_stored",
+        "on_evicted",
+        "evicted_total",
+        "version",
+    )
+
+    def __init__(
+        self,
+        node: str,
+        num_blocks: int,
+        block_size: int,
+        on_stored: Callable[[str, str, tuple[int, ...], int | None, int], None] | None = None,
+        on_evicted: Callable[[tuple[int, ...], tuple[str, ...], str], None] | None = None,
+    ):
+        self.node = node
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.on_stored = on_stored
+        self.on_evicted = on_evicted
+        self.evicted_total = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Every block free and empty (a fresh server, or one that lost its GPU memory)."""
+        n = self.num_blocks
+        self.ref: list[int] = [0] * n
+        self.key: list[int | None] = [None] * n
+        self.owner: list[str] = [""] * n  # prefix group whose data the block holds (for colour)
+        self.pinned: set[int] = set()
+        self.free_queue: OrderedDict[int, None] = OrderedDict.fromkeys(range(n))
+        self.cached: dict[int, int] = {}  # key -> block id
+        self.version = 0  # bumped on every change, so views can cache their rendering
+
+    # ---------------------------------------------------------------- read-only figures
+    @property
+    def free_count(self) -> int:
+        """Blocks that can be allocated now (empty ones and cached-but-idle ones)."""
+        return len(self.free_queue)
+
+    @property
+    def used_count(self) -> int:
+        return self.num_blocks - len(self.free_queue)
+
+    @property
+    def cached_count(self) -> int:
+        return len(self.cached)
+
+    def cached_idle_count(self) -> int:
+        """Cached blocks no request uses: the ones an allocation may evict."""
+        key = self.key
+        return sum(1 for b in self.free_queue if key[b] is not None)
+
+    def lookup(self, keys: Iterable[int], limit: int) -> list[int]:
+        """Block ids of the longest run of leading `keys` cached here, at most `limit` of them."""
+        hits: list[int] = []
+        cached = self.cached
+        for i, k in enumerate(keys):
+            if i >= limit:
+                break
+            b = cached.get(k)
+            if b is None:
+                break
+            hits.append(b)
+        return hits
+
+    def evictable_among(self, blocks: list[int]) -> int:
+        """How many of these (hit) blocks sit in the free queue: touching them shrinks it."""
+        ref = self.ref
+        return sum(1 for b in blocks if ref[b] == 0)
+
+    # ---------------------------------------------------------------- mutations
+    def touch(self, blocks: list[int]) -> None:
+        """Take cache hits: count them up, and out of the free queue if they were idle."""
+        ref, fq = self.ref, self.free_queue
+        for b in blocks:
+            if ref[b] == 0:
+                del fq[b]
+            ref[b] += 1
+        self.version += 1
+
+    def allocate(self, n: int, group: str, for_request: str) -> list[int]:
+        """Take `n` blocks from the front of the free queue, evicting the keys they held."""
+        if n > len(self.free_queue):
+            raise OutOfBlocks(f"{self.node}: asked for {n} blocks, {len(self.free_queue)} free")
+        fq, ref, key, owner, cached = self.free_queue, self.ref, self.key, self.owner, self.cached
+        out: list[int] = []
+        evicted_keys: list[int] = []
+        evicted_groups: list[str] = []
+        for _ in range(n):
+            b, _ = fq.popitem(last=False)
+            k = key[b]
+            if k is not None:
+                if cached.get(k) == b:
+                    del cached[k]
+                    evicted_keys.append(k)
+                    evicted_groups.append(owner[b])
+                key[b] = None
+            ref[b] = 1
+            owner[b] = group
+            out.append(b)
+        self.version += 1
+        if evicted_keys:
+            self.evicted_total += len(evicted_keys)
+            if self.on_evicted is not None:
+                self.on_evicted(tuple(evicted_keys), tuple(evicted_groups), for_request)
+        return out
+
+    def cache_full_blocks(
+        self, blocks: list[int], keys: tuple[int, ...], start: int, end: int, request: str, group: str
+    ) -> None:
+        """Register blocks[start:end] (now full) under keys[start:end]."""
+        if end <= start:
+            return
+        key, cached = self.key, self.cached
+        stored: list[int] = []
+        first = -1
+        for i in range(start, end):
+            b = blocks[i]
+            if key[b] is not None:
+                continue  # a cache hit: already registered
+            k = keys[i]
+            if k in cached:
+                continue  # another block holds this key already; this one stays private
+            key[b] = k
+            cached[k] = b
+            if first < 0:
+                first = i
+            stored.append(k)
+        if stored:
+            self.version += 1
+            if self.on_stored is not None:
+                parent = keys[first - 1] if first > 0 else None
+                self.on_stored(request, group, tuple(stored), parent, first)
+
+    def free(self, blocks: list[int]) -> None:
+        """Release a request's blocks, tail first, so a prefix's tail is evicted before its head."""
+        ref, fq = self.ref, self.free_queue
+        for b in reversed(blocks):
+            ref[b] -= 1
+            if ref[b] == 0:
+                fq[b] = None
+        self.version += 1
+
+    def pin(self, keys: list[int], group: str) -> int:
+        """Preload `keys` as a pinned prefix: allocated, cached, and never released."""
+        already = self.lookup(keys, len(keys))
+        self.touch(already)
+        self.pinned.update(already)
+        rest = keys[len(already) :]
+        n = min(len(rest), self.free_count)
+        blocks = self.allocate(n, group, f"pin:{group}")
+        full = already + blocks
+        self.cache_full_blocks(full, tuple(keys), len(already), len(full), f"pin:{group}", group)
+        self.pinned.update(blocks)
+        return len(full)
+
+    # ---------------------------------------------------------------- checks
+    def check(self) -> None:
+        """Raise AssertionError if an invariant is broken (used by the property tests)."""
+        assert all(r >= 0 for r in self.ref), "negative reference count"
+        in_use = sum(1 for r in self.ref if r > 0)
+        assert in_use + len(self.free_queue) == self.num_blocks, "used + free != total"
+        assert all(self.ref[b] == 0 for b in self.free_queue), "a referenced block is in the free queue"
+        for k, b in self.cached.items():
+            assert self.key[b] == k, "cache map disagrees with block keys"
+        assert all(b not in self.free_queue for b in self.pinned), "a pinned block is free"

@@ -1,0 +1,320 @@
+"""The Simulation: owns the simpy environment, the RNG, the nodes, the router and the event bus.
+
+Drive it three ways, all giving the same event sequence for the same scenario and seed:
+`step()` returns the next event (the app's single-step), `run_until(t)` advances sim time (the
+app's play mode), `run()` goes to the end (headless reports).
+
+Randomness: one `numpy.random.SeedSequence(seed)` is the root; it spawns one child stream for
+the workload and one for the router. Keeping them apart is deliberate: `kvtui compare` runs
+the same arrivals and the same prompts under every policy, and a policy that draws random
+numbers (or none) cannot shift the workload's draws.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Iterable
+
+import numpy as np
+import simpy
+
+from kvtui.events import (
+    Event,
+    NodeDown,
+    NodeUp,
+    PrefixPinned,
+    RequestArrived,
+    RequestRejected,
+    RouteDecided,
+    SimulationEnded,
+)
+from kvtui.scenario.model import Scenario, ScriptedEvent
+from kvtui.sim.latency import LinearModel, RooflineModel
+from kvtui.sim.metrics import Metrics
+from kvtui.sim.node import Node
+from kvtui.sim.profiles import HARDWARE, MODELS, derived_kv_blocks
+from kvtui.sim.request import Request
+from kvtui.sim.router.base import ClusterView, Decision
+from kvtui.sim.router.kv_index import KVIndex
+from kvtui.sim.router.registry import make_policy
+
+Listener = Callable[[Event], None]
+
+
+class Bus:
+    """Numbers events, stamps them with sim time, and hands them to every listener at once.
+
+    Listeners inside the engine (KV index, metrics, store) see each event the moment it
+    happens, so routing never depends on how a consumer paces the stream.
+    """
+
+    def __init__(self, env: simpy.Environment):
+        self.env = env
+        self.seq = 0
+        self.listeners: list[Listener] = []
+        self.outbox: deque[Event] = deque()
+        self.keep_outbox = False
+
+    def emit(self, cls: type[Event], **fields) -> Event:
+        self.seq += 1
+        ev = cls(seq=self.seq, t=self.env.now, **fields)
+        for fn in self.listeners:
+            fn(ev)
+        if self.keep_outbox:
+            self.outbox.append(ev)
+        return ev
+
+
+def build_latency(scenario: Scenario):
+    lat = scenario.latency
+    if lat.model == "linear":
+        return LinearModel(lat.prefill_ms_per_token / 1000.0, lat.decode_ms_per_token / 1000.0)
+    return RooflineModel(
+        HARDWARE[scenario.cluster.hardware],
+        MODELS[scenario.model],
+        lat.compute_efficiency,
+        lat.memory_efficiency,
+        lat.iteration_overhead_ms / 1000.0,
+    )
+
+
+def node_capacity(scenario: Scenario, spec) -> int:
+    if spec.kv_blocks is not None:
+        return spec.kv_blocks
+    hw = HARDWARE[spec.hardware or scenario.cluster.hardware]
+    return derived_kv_blocks(hw, MODELS[scenario.model], scenario.cluster.block_size, spec.gpu_memory_utilization)
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, seed: int | None = None, policy: str | None = None):
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.policy_name = policy or scenario.router.policy
+        self.env = simpy.Environment()
+        self.bus = Bus(self.env)
+        root = np.random.SeedSequence(self.seed)
+        workload_seq, router_seq = root.spawn(2)
+        self.workload_rng = np.random.default_rng(workload_seq)
+        self.router_rng = np.random.default_rng(router_seq)
+
+        self.block_size = scenario.cluster.block_size
+        self.latency = build_latency(scenario)
+        self.routing_overhead = scenario.router.routing_overhead_ms / 1000.0
+        self.index = KVIndex()
+        self.metrics = Metrics()
+        self.bus.listeners.append(self.index.on_event)
+        self.bus.listeners.append(self.metrics.on_event)
+
+        self.nodes: list[Node] = []
+        self.node_by_name: dict[str, Node] = {}
+        for spec in scenario.cluster.nodes:
+            node = Node(spec, node_capacity(scenario, spec), self.block_size, self.latency, self.bus, self._finished)
+            self.nodes.append(node)
+            self.node_by_name[node.name] = node
+        self.metrics.set_nodes({n.name: n.pool.num_blocks for n in self.nodes})
+
+        kwargs = {"fill": scenario.router.fill} if self.policy_name == "cache_aware" else {}
+        self.policy = make_policy(self.policy_name, **kwargs)
+        self.sessions: dict[str, str] = {}
+        self.view = ClusterView(self.nodes, self.index, self.sessions, self.router_rng, self.block_size)
+        self.in_routing = 0
+        self.ended = False
+        self._end_emitted = False
+        self.last_decision: dict[str, Decision] = {}
+
+        self.workload = self._build_workload()
+        self._pin_prefixes()
+        self.workload.start(self.env, self.submit)
+        for ev in scenario.events:
+            self.env.process(self._scripted(ev))
+        self.until = scenario.until_s
+
+    # ------------------------------------------------------------------ construction
+    def _build_workload(self):
+        w = self.scenario.workload
+        if w.trace is not None:
+            from kvtui.sim.traces import TraceWorkload
+
+            return TraceWorkload(w.trace, w.arrival, self.block_size, self.workload_rng)
+        from kvtui.sim.workload import SyntheticWorkload
+
+        return SyntheticWorkload(w, self.block_size, self.workload_rng)
+
+    def _pin_prefixes(self) -> None:
+        for group in self.scenario.workload.groups if self.scenario.workload.trace is None else ():
+            if not group.pin_on:
+                continue
+            keys = self.workload.system_prompt_keys(group.name)
+            for name in group.pin_on:
+                node = self.node_by_name[name]
+                blocks = node.pin(group.name, keys)
+                self.bus.emit(PrefixPinned, node=name, group=group.name, blocks=blocks)
+
+    # ------------------------------------------------------------------ listeners
+    def subscribe(self, fn: Listener) -> None:
+        self.bus.listeners.append(fn)
+
+    # ------------------------------------------------------------------ the request path
+    def submit(self, req: Request) -> simpy.Event:
+        """Called by the workload: a request arrives at the router."""
+        req.done = self.env.event()
+        req.arrival = self.env.now
+        self.bus.emit(
+            RequestArrived,
+            request=req.id,
+            session=req.session,
+            group=req.group,
+            turn=req.turn,
+            prompt_tokens=req.prompt_tokens,
+            output_tokens=req.output_tokens,
+        )
+        self._route_later(req)
+        return req.done
+
+    def _route_later(self, req: Request) -> None:
+        self.in_routing += 1
+        if self.routing_overhead > 0:
+            t = self.env.timeout(self.routing_overhead)
+            t.callbacks.append(lambda _ev, r=req: self._route(r))
+        else:
+            self._route(req)
+
+    def _route(self, req: Request) -> None:
+        self.in_routing -= 1
+        decision = self.policy.decide(req, self.view)
+        self.last_decision[req.id] = decision
+        self.bus.emit(
+            RouteDecided,
+            request=req.id,
+            node=decision.node,
+            policy=self.policy_name,
+            reason=decision.reason,
+            candidates=decision.candidates,
+            prompt_blocks=req.prompt_tokens // self.block_size,
+        )
+        if decision.node is None:
+            self._reject(req, None, decision.reason)
+            return
+        node = self.node_by_name[decision.node]
+        problem = node.admission_problem(req)
+        if problem is not None:
+            self._reject(req, node.name, problem)
+            return
+        self.sessions[req.session] = node.name
+        node.enqueue(req)
+
+    def _reject(self, req: Request, node: str | None, reason: str) -> None:
+        self.bus.emit(RequestRejected, request=req.id, node=node, reason=reason)
+        self._finished(req, "rejected")
+
+    def _finished(self, req: Request, outcome: str) -> None:
+        req.outcome = outcome
+        if req.done is not None and not req.done.triggered:
+            req.done.succeed(outcome)
+
+    # ------------------------------------------------------------------ faults and commands
+    def _scripted(self, ev: ScriptedEvent):
+        if ev.at > self.env.now:
+            yield self.env.timeout(ev.at - self.env.now)
+        if ev.action == "node_down":
+            self.node_down(ev.node, ev.in_flight)
+        elif ev.action == "node_up":
+            self.node_up(ev.node)
+        elif ev.action == "control_plane_crash":
+            self.crash_control_plane()
+
+    def node_down(self, name: str, in_flight: str = "reroute") -> None:
+        node = self.node_by_name[name]
+        if not node.up:
+            return
+        lost_blocks = node.pool.used_count
+        requests = node.go_down()
+        for s, n in list(self.sessions.items()):
+            if n == name:
+                del self.sessions[s]
+        rerouted = tuple(r.id for r in requests) if in_flight == "reroute" else ()
+        failed = tuple(r.id for r in requests) if in_flight != "reroute" else ()
+        self.bus.emit(NodeDown, node=name, lost_blocks=lost_blocks, rerouted=rerouted, failed=failed)
+        for r in requests:
+            r.restart()
+            if in_flight == "reroute":
+                r.reroutes += 1
+                self._route_later(r)
+            else:
+                self._finished(r, "failed")
+
+    def node_up(self, name: str) -> None:
+        node = self.node_by_name[name]
+        if node.up:
+            return
+        node.come_up()
+        self.bus.emit(NodeUp, node=name, kv_blocks=node.pool.num_blocks)
+        for group, keys in node.pins:
+            blocks = node.pool.pin(keys, group)
+            self.bus.emit(PrefixPinned, node=name, group=group, blocks=blocks)
+
+    def crash_control_plane(self) -> None:
+        """Filled in by the metadata store integration; without a store there is nothing to lose."""
+        return
+
+    # ------------------------------------------------------------------ driving
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    def in_flight(self) -> int:
+        return self.in_routing + sum(n.active for n in self.nodes)
+
+    def _advance(self) -> bool:
+        """Process one simpy event; False when the run is over."""
+        env = self.env
+        nxt = env.peek()
+        if nxt == float("inf") or (self.until is not None and nxt > self.until):
+            if not self._end_emitted:
+                self._end_emitted = True
+                if self.until is not None and nxt != float("inf"):
+                    env.run(until=self.until)
+                    reason = f"reached until_s={self.until:g}"
+                else:
+                    reason = "no more work"
+                self.bus.emit(SimulationEnded, reason=reason)
+            self.ended = True
+            return False
+        env.step()
+        return True
+
+    def step(self) -> Event | None:
+        """Advance until the next event and return it (None once the run has ended)."""
+        out = self.bus.outbox
+        self.bus.keep_outbox = True
+        try:
+            while not out:
+                if not self._advance() and not out:
+                    return None
+            return out.popleft()
+        finally:
+            self.bus.keep_outbox = False
+
+    def pending_events(self) -> Iterable[Event]:
+        """Events already emitted but not yet returned by step() (one simpy step can emit several)."""
+        return tuple(self.bus.outbox)
+
+    def run_until(self, t: float) -> None:
+        """Advance sim time to `t` (events go to listeners; the step outbox is left alone)."""
+        self.bus.outbox.clear()  # listeners saw those events already
+        env = self.env
+        inf = float("inf")
+        end_at = inf if self.until is None else self.until
+        while not self.ended:
+            nxt = env.peek()
+            if nxt > t and nxt != inf and t < end_at:
+                if t > env.now:
+                    env.run(until=t)
+                return
+            if not self._advance():
+                return
+
+    def run(self) -> "Simulation":
+        while self._advance():
+            pass
+        return self

@@ -1,0 +1,113 @@
+"""How long one scheduler iteration takes.
+
+A node's scheduler runs iterations (vLLM's `EngineCore.step`): each one computes a batch of
+prefill chunks and one decode token for every running request that is past its prefill. The
+latency model turns that batch into seconds.
+
+- `LinearModel` is the seed project's model: one request at a time, a cost per uncached prompt
+  token and a cost per output token. With 1 ms each and 5 ms routing, a 1,200-token prompt with
+  200 output tokens takes 5 + 1,200 + 200 = 1,405 ms.
+- `RooflineModel` times an iteration as the slower of its compute and its memory traffic:
+  prefill is compute-bound (2 FLOPs per parameter per token, plus attention), decode is
+  memory-bound (all weights are read every iteration, plus every running request's KV). This
+  is the first-order model behind LLM-Viewer / the "LLM inference roofline" analyses and the
+  analytical mode of Vidur-like simulators; efficiencies scale the data-sheet peaks down to
+  what kernels achieve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvtui.sim.profiles import Hardware, Model
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One iteration's work.
+
+    prefill_tokens: new prompt tokens computed this iteration (all chunks together);
+    prefill_context: sum over prefill chunks of (tokens in chunk x tokens attended, roughly
+        the chunk's end position) — the attention work;
+    prefill_kv_read: cached tokens the prefill chunks attend to (their prefix's KV);
+    decode_seqs: requests producing one token by decode;
+    decode_context: total tokens of KV those decodes read;
+    tokens_out: requests that produce an output token this iteration (decodes + finished prefills).
+    """
+
+    prefill_tokens: int = 0
+    prefill_context: int = 0
+    prefill_kv_read: int = 0
+    decode_seqs: int = 0
+    decode_context: int = 0
+    tokens_out: int = 0
+
+
+class LinearModel:
+    """The seed's serial model: cost per uncached prompt token + cost per output token."""
+
+    serial = True
+    recompute_full_hit = False  # the seed counts an exact hit as a fully cached prompt
+
+    def __init__(self, prefill_s_per_token: float, decode_s_per_token: float):
+        self.prefill = prefill_s_per_token
+        self.decode = decode_s_per_token
+
+    def iteration(self, batch: Batch) -> float:
+        return batch.prefill_tokens * self.prefill + (self.decode if batch.tokens_out else 0.0)
+
+    def decode_run(self, k: int, seqs: int, context: int) -> list[float]:
+        """Durations of k decode-only iterations (context grows by `seqs` tokens each)."""
+        return [self.decode] * k
+
+
+class RooflineModel:
+    """max(compute time, memory time) + a fixed per-iteration overhead."""
+
+    serial = False
+    recompute_full_hit = True  # vLLM recomputes the last prompt token to get its logits
+
+    def __init__(
+        self,
+        hardware: Hardware,
+        model: Model,
+        compute_efficiency: float,
+        memory_efficiency: float,
+        overhead_s: float,
+    ):
+        self.flops = hardware.peak_flops * compute_efficiency
+        self.bandwidth = hardware.hbm_bytes_per_s * memory_efficiency
+        self.weight_bytes = model.weight_bytes
+        self.kv_bytes = model.kv_bytes_per_token
+        self.flops_per_token = 2.0 * model.params
+        # QK^T and AV: 2 matmuls x 2 FLOPs x hidden per (query token, key token) per layer.
+        self.attn_flops = 4.0 * model.layers * model.hidden
+        self.overhead = overhead_s
+
+    def iteration(self, batch: Batch) -> float:
+        tokens = batch.prefill_tokens + batch.decode_seqs
+        if tokens == 0:
+            return 0.0
+        flops = self.flops_per_token * tokens + self.attn_flops * (
+            batch.prefill_context + batch.decode_context
+        )
+        moved = (
+            self.weight_bytes
+            + self.kv_bytes * (batch.decode_context + batch.prefill_kv_read)
+            + self.kv_bytes * tokens  # KV written
+        )
+        return max(flops / self.flops, moved / self.bandwidth) + self.overhead
+
+    def decode_run(self, k: int, seqs: int, context: int) -> list[float]:
+        """Durations of k decode-only iterations of `seqs` requests reading `context` KV tokens.
+
+        Each iteration every request appends one token, so the KV read grows by `seqs`.
+        """
+        f_tok = self.flops_per_token * seqs
+        out = []
+        for j in range(k):
+            ctx = context + seqs * j
+            compute = (f_tok + self.attn_flops * ctx) / self.flops
+            memory = (self.weight_bytes + self.kv_bytes * (ctx + seqs)) / self.bandwidth
+            out.append((compute if compute > memory else memory) + self.overhead)
+        return out

@@ -1,0 +1,466 @@
+"""A model server: admission control, a continuous-batching scheduler, and its block pool.
+
+The scheduler follows vLLM v1's `Scheduler.schedule()` (vllm/v1/core/sched/scheduler.py):
+
+1. Running requests first, in admission order. A request still in prefill gets a chunk of the
+   token budget (`max_num_batched_tokens`); a decoding one gets one token. If its blocks cannot
+   grow, the scheduler preempts the *last* running request (the newest admitted, FCFS policy)
+   by recompute — its blocks are freed, it goes back to the front of the waiting queue — until
+   the allocation fits or the request has preempted itself.
+2. Then, if nothing was preempted this iteration, waiting requests in FCFS order while there
+   is budget and fewer than `max_num_seqs` run: find the longest cached prefix, allocate blocks
+   for the rest of the chunk, and stop at the first request that does not fit (no skipping).
+   A request whose whole prompt is cached still recomputes its last token (vLLM caps a hit at
+   num_tokens - 1 to get logits); the seed's linear model does not.
+
+Events follow state changes, never tokens: when every running request is decoding and no
+waiting request can be admitted, the node runs a *segment* of up to `block_size` decode
+iterations at once, ending at the first completion. Blocks for the whole segment are allocated
+at its start (at most one per request) when the pool has them free; under memory pressure the
+node falls back to single iterations, exactly as vLLM does. A new arrival cuts a segment short
+at the end of the iteration in progress.
+
+Admission control (the seed's GPU-aware admission): a request that can never fit this node's
+unpinned capacity is rejected with the numbers; `max_active` (running + waiting) and
+`max_queue` reject excess load. A request that fits but not *now* waits: allocation evicts
+cached-but-idle blocks before anything is refused.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import simpy
+
+from kvtui.events import (
+    BatchStepped,
+    BlocksEvicted,
+    BlocksStored,
+    FirstToken,
+    NodeCacheCleared,
+    RequestCompleted,
+    RequestPreempted,
+    RequestScheduled,
+)
+from kvtui.scenario.model import NodeSpec
+from kvtui.sim.blocks import BlockPool
+from kvtui.sim.latency import Batch
+from kvtui.sim.request import Request
+
+if TYPE_CHECKING:
+    from kvtui.sim.engine import Bus
+
+_EPS = 1e-12
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What one segment runs: prefill chunks (only when k == 1) and decoding requests."""
+
+    prefill: list[tuple[Request, int]] = field(default_factory=list)
+    decode: list[Request] = field(default_factory=list)
+    durations: list[float] = field(default_factory=list)
+
+
+class Node:
+    def __init__(
+        self,
+        spec: NodeSpec,
+        kv_blocks: int,
+        block_size: int,
+        latency,
+        bus: "Bus",
+        on_finish: Callable[[Request, str], None],
+    ):
+        self.name = spec.name
+        self.spec = spec
+        self.block_size = block_size
+        self.latency = latency
+        self.bus = bus
+        self.env: simpy.Environment = bus.env
+        self.on_finish = on_finish
+        self.max_num_seqs = 1 if latency.serial else spec.max_num_seqs
+        self.pool = BlockPool(self.name, kv_blocks, block_size, self._stored, self._evicted)
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.up = True
+        self.served = 0
+        self.peak_used = 0
+        self.preemptions = 0
+        self.pins: list[tuple[str, list[int]]] = []
+        self._admissions = 0
+        self._wake: simpy.Event | None = None
+        self._up_event: simpy.Event | None = None
+        self._busy = False
+        self.process = self.env.process(self._loop())
+
+    # ------------------------------------------------------------------ views
+    @property
+    def active(self) -> int:
+        return len(self.running) + len(self.waiting)
+
+    def blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.block_size)
+
+    # ------------------------------------------------------------------ admission
+    def admission_problem(self, req: Request) -> str | None:
+        """Why this node would refuse `req` now, or None if it would queue it."""
+        if not self.up:
+            return f"{self.name} is down"
+        need = self.blocks_for(max(1, req.prompt_tokens + req.output_tokens - 1))
+        capacity = self.pool.num_blocks - len(self.pool.pinned)
+        if need > capacity:
+            return (
+                f"needs {need} blocks for {req.prompt_tokens}+{req.output_tokens} tokens; "
+                f"{self.name} can hold at most {capacity}"
+            )
+        spec = self.spec
+        if not spec.chunked_prefill and req.prompt_tokens > spec.max_num_batched_tokens:
+            return (
+                f"prompt of {req.prompt_tokens} tokens exceeds max_num_batched_tokens "
+                f"{spec.max_num_batched_tokens} with chunked prefill off"
+            )
+        if spec.max_active is not None and self.active >= spec.max_active:
+            return f"{self.name} at max_active {spec.max_active} ({len(self.running)} running, {len(self.waiting)} waiting)"
+        if spec.max_queue is not None and len(self.waiting) >= spec.max_queue:
+            return f"{self.name} queue full ({len(self.waiting)} waiting, max_queue {spec.max_queue})"
+        return None
+
+    def enqueue(self, req: Request, front: bool = False) -> None:
+        req.node = self.name
+        if front:
+            self.waiting.appendleft(req)
+        else:
+            self.waiting.append(req)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self._wake is not None and not self._wake.triggered:
+            self._wake.succeed()
+
+    # ------------------------------------------------------------------ pins
+    def pin(self, group: str, keys: list[int]) -> int:
+        self.pins.append((group, keys))
+        return self.pool.pin(keys, group)
+
+    # ------------------------------------------------------------------ faults
+    def go_down(self) -> list[Request]:
+        """Lose the GPU: the cache is gone; returns the requests that were in flight."""
+        lost = self.pool.cached_count
+        in_flight = list(self.running) + list(self.waiting)
+        self.running.clear()
+        self.waiting.clear()
+        for r in in_flight:
+            r.node = None
+        self.up = False
+        self.pool.reset()
+        self.bus.emit(NodeCacheCleared, node=self.name, keys=lost)
+        if self._busy:
+            self.process.interrupt("down")
+        else:
+            self._kick()
+        return in_flight
+
+    def come_up(self) -> None:
+        self.up = True
+        if self._up_event is not None and not self._up_event.triggered:
+            self._up_event.succeed()
+
+    # ------------------------------------------------------------------ KV events
+    def _stored(self, request: str, group: str, keys: tuple[int, ...], parent: int | None, first: int) -> None:
+        self.bus.emit(
+            BlocksStored, node=self.name, request=request, group=group, keys=keys, parent_key=parent, first_index=first
+        )
+
+    def _evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str) -> None:
+        self.bus.emit(BlocksEvicted, node=self.name, keys=keys, groups=groups, for_request=for_request)
+
+    # ------------------------------------------------------------------ the loop
+    def _loop(self):
+        env = self.env
+        while True:
+            try:
+                if not self.up:
+                    self._up_event = env.event()
+                    yield self._up_event
+                    continue
+                if not self.running and not self.waiting:
+                    self._wake = env.event()
+                    yield self._wake
+                    continue
+                plan = self._plan()
+                if plan is None:
+                    continue
+                durations = plan.durations
+                total = sum(durations)
+                start = env.now
+                self._busy = True
+                if len(durations) > 1:
+                    self._wake = env.event()
+                    yield env.timeout(total) | self._wake
+                    done = len(durations)
+                    elapsed = env.now - start
+                    if elapsed < total - _EPS:
+                        # An arrival: finish the iteration in progress, then re-plan.
+                        done, end = 0, 0.0
+                        while done < len(durations) - 1 and end + durations[done] <= elapsed + _EPS:
+                            end += durations[done]
+                            done += 1
+                        end += durations[done]
+                        done += 1
+                        if end - elapsed > _EPS:
+                            yield env.timeout(end - elapsed)
+                else:
+                    yield env.timeout(total)
+                    done = 1
+                self._busy = False
+                self._commit(plan, done, env.now - start)
+            except simpy.Interrupt:
+                self._busy = False  # went down mid-iteration: its work is lost with the cache
+
+    def _plan(self) -> _Plan | None:
+        """Decide the next segment, allocating (and evicting, preempting) as vLLM would."""
+        pool = self.pool
+        bs = self.block_size
+        budget = self.spec.max_num_batched_tokens
+        plan = _Plan()
+        preempted = False
+        running = self.running
+
+        # 1. running requests, oldest first
+        i = 0
+        while i < len(running):
+            req = running[i]
+            in_prefill = req.computed < req.target
+            n = min(req.target - req.computed, budget) if in_prefill else 1
+            if n <= 0 or budget <= 0:
+                i += 1
+                continue
+            need = self.blocks_for(req.computed + n) - len(req.blocks)
+            if need > 0:
+                preempted_self = False
+                while need > pool.free_count:
+                    victim = running[-1]
+                    self._preempt(victim, req)
+                    preempted = True
+                    if victim is req:
+                        preempted_self = True
+                        break
+                if preempted_self:
+                    break  # it was the newest left: nobody after it remains to schedule
+                req.blocks.extend(pool.allocate(need, req.group, req.id))
+            budget -= n
+            if in_prefill:
+                plan.prefill.append((req, n))
+            else:
+                plan.decode.append(req)
+            i += 1
+
+        # 2. waiting requests, FCFS, only if nobody was preempted this iteration
+        if not preempted:
+            while self.waiting and budget > 0 and len(running) < self.max_num_seqs:
+                req = self.waiting[0]
+                n = self._admit_from_queue(req, budget)
+                if n is None:
+                    break
+                budget -= n
+                plan.prefill.append((req, n))
+
+        if not plan.prefill and not plan.decode:
+            if self.waiting and not running:
+                # Nothing runs and the head of the queue cannot start: only pins could cause
+                # this (admission checks capacity); fail it rather than stall the node.
+                stuck = self.waiting.popleft()
+                self._finish(stuck, "failed")
+            return None
+
+        self._extend_decode_segment(plan)
+        return plan
+
+    def _admit_from_queue(self, req: Request, budget: int) -> int | None:
+        """Move the head of the queue into the batch if it fits; return its chunk size."""
+        pool = self.pool
+        bs = self.block_size
+        target = req.prompt_tokens + req.generated
+        full = target // bs
+        matched = pool.lookup(req.block_keys, full)
+        cap = (target - 1) // bs if self.latency.recompute_full_hit else full
+        hits = matched[:cap]
+        computed = len(hits) * bs
+        n = target - computed
+        if not self.spec.chunked_prefill and n > budget:
+            return None
+        n = min(n, budget)
+        need = self.blocks_for(computed + n) - len(hits)
+        if need + pool.evictable_among(hits) > pool.free_count:
+            return None
+        self.waiting.popleft()
+        pool.touch(hits)
+        req.blocks = hits + pool.allocate(max(need, 0), req.group, req.id)
+        req.target = target
+        req.computed = computed
+        resumed = req.first_token_at is not None or req.preemptions > 0
+        if not resumed:
+            req.cached_tokens = computed
+            req.hit_blocks = len(matched)
+        self._admissions += 1
+        req.admitted_seq = self._admissions
+        self.running.append(req)
+        self.bus.emit(
+            RequestScheduled,
+            request=req.id,
+            node=self.name,
+            prompt_blocks=req.prompt_tokens // bs,
+            hit_blocks=len(matched),
+            cached_tokens=computed,
+            new_blocks=max(need, 0),
+            free_blocks=pool.free_count,
+            resumed=resumed,
+        )
+        return n
+
+    def _extend_decode_segment(self, plan: _Plan) -> None:
+        """Time the plan; run several decode iterations at once when nothing else can change."""
+        lat = self.latency
+        bs = self.block_size
+        if plan.prefill or (self.waiting and len(self.running) < self.max_num_seqs):
+            batch = self._batch(plan)
+            plan.durations = [lat.iteration(batch)]
+            return
+        k = bs
+        for req in plan.decode:
+            left = req.output_tokens - req.generated
+            if left < k:
+                k = left
+        extra = 0
+        if k > 1:
+            for req in plan.decode:
+                extra += max(0, self.blocks_for(req.computed + k) - len(req.blocks))
+            if extra > self.pool.free_count:
+                k = 1
+        if k > 1 and extra:
+            for req in plan.decode:
+                more = self.blocks_for(req.computed + k) - len(req.blocks)
+                if more > 0:
+                    req.blocks.extend(self.pool.allocate(more, req.group, req.id))
+        seqs = len(plan.decode)
+        context = sum(r.computed for r in plan.decode)
+        plan.durations = lat.decode_run(k, seqs, context)
+
+    def _batch(self, plan: _Plan) -> Batch:
+        prefill_tokens = prefill_context = prefill_kv = 0
+        tokens_out = 0
+        for req, n in plan.prefill:
+            prefill_tokens += n
+            prefill_context += n * (req.computed + (n + 1) // 2)
+            prefill_kv += req.computed
+            if req.computed + n >= req.target:
+                tokens_out += 1
+        decode_context = sum(r.computed for r in plan.decode)
+        return Batch(
+            prefill_tokens=prefill_tokens,
+            prefill_context=prefill_context,
+            prefill_kv_read=prefill_kv,
+            decode_seqs=len(plan.decode),
+            decode_context=decode_context,
+            tokens_out=tokens_out + len(plan.decode),
+        )
+
+    def _commit(self, plan: _Plan, done: int, duration: float) -> None:
+        """Apply `done` iterations of the plan: tokens computed, blocks cached, requests done."""
+        pool = self.pool
+        bs = self.block_size
+        now = self.env.now
+        finished: list[Request] = []
+        prefill_tokens = 0
+        for req, n in plan.prefill:
+            if req.node != self.name:
+                continue
+            before = req.computed // bs
+            req.computed += n
+            prefill_tokens += n
+            pool.cache_full_blocks(req.blocks, req.block_keys, before, req.computed // bs, req.id, req.group)
+            if req.computed >= req.target:
+                req.generated += 1
+                if req.first_token_at is None:
+                    req.first_token_at = now
+                    self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now - req.arrival)
+                if req.generated >= req.output_tokens:
+                    finished.append(req)
+        for req in plan.decode:
+            if req.node != self.name:
+                continue
+            before = req.computed // bs
+            req.computed += done
+            req.generated += done
+            pool.cache_full_blocks(req.blocks, req.block_keys, before, req.computed // bs, req.id, req.group)
+            if req.generated >= req.output_tokens:
+                finished.append(req)
+        used = pool.used_count
+        if used > self.peak_used:
+            self.peak_used = used
+        for req in finished:
+            self.running.remove(req)
+            pool.free(req.blocks)
+            req.blocks = []
+            self._finish(req, "completed")
+        self.bus.emit(
+            BatchStepped,
+            node=self.name,
+            iterations=done,
+            prefill_tokens=prefill_tokens,
+            decode_seqs=len(plan.decode),
+            duration=duration,
+            running=len(self.running),
+            waiting=len(self.waiting),
+            used_blocks=pool.used_count,
+        )
+
+    def _preempt(self, victim: Request, needed_by: Request) -> None:
+        """vLLM recompute preemption: free everything, back to the front of the queue."""
+        self.running.remove(victim)
+        freed = len(victim.blocks)
+        self.pool.free(victim.blocks)
+        done = victim.computed
+        victim.blocks = []
+        victim.computed = 0
+        victim.preemptions += 1
+        self.preemptions += 1
+        self.waiting.appendleft(victim)
+        self.bus.emit(
+            RequestPreempted,
+            request=victim.id,
+            node=self.name,
+            freed_blocks=freed,
+            tokens_done=done,
+            needed_by=needed_by.id,
+        )
+
+    def _finish(self, req: Request, outcome: str) -> None:
+        now = self.env.now
+        req.finished_at = now
+        if outcome == "completed":
+            self.served += 1
+            bs = self.block_size
+            ttft = (req.first_token_at or now) - req.arrival
+            tpot = (now - req.first_token_at) / (req.output_tokens - 1) if req.output_tokens > 1 else 0.0
+            full = req.prompt_tokens // bs
+            hit = "exact" if full and req.hit_blocks >= full else ("prefix" if req.hit_blocks else "miss")
+            self.bus.emit(
+                RequestCompleted,
+                request=req.id,
+                node=self.name,
+                session=req.session,
+                group=req.group,
+                prompt_tokens=req.prompt_tokens,
+                output_tokens=req.output_tokens,
+                cached_tokens=req.cached_tokens,
+                hit=hit,
+                ttft=ttft,
+                tpot=tpot,
+                e2e=now - req.arrival,
+                preemptions=req.preemptions,
+            )
+        self.on_finish(req, outcome)

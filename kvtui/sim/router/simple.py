@@ -1,0 +1,64 @@
+"""Cache-blind policies: the baselines every KV-aware router is measured against."""
+
+from __future__ import annotations
+
+from kvtui.sim.request import Request
+from kvtui.sim.router.base import ClusterView, Decision, Policy, candidates, least_loaded, no_eligible, observe
+from kvtui.sim.router.registry import register
+
+
+@register("round_robin")
+class RoundRobin(Policy):
+    """The next eligible node after the last one picked (skipping nodes that would refuse)."""
+
+    name = "round_robin"
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def decide(self, req: Request, view: ClusterView) -> Decision:
+        states = observe(req, view)
+        n = len(states)
+        for step in range(n):
+            s = states[(self._next + step) % n]
+            if s.eligible:
+                self._next = (self._next + step + 1) % n
+                scores = {s.name: 1.0}
+                return Decision(s.name, f"round robin: {s.name} is next in turn", candidates(states, scores))
+        return no_eligible(states)
+
+
+@register("random")
+class RandomPick(Policy):
+    """Uniformly at random among eligible nodes, from the simulation's seeded RNG."""
+
+    name = "random"
+
+    def decide(self, req: Request, view: ClusterView) -> Decision:
+        states = observe(req, view)
+        ok = [s for s in states if s.eligible]
+        if not ok:
+            return no_eligible(states)
+        pick = ok[int(view.rng.integers(len(ok)))]
+        return Decision(pick.name, f"random: drew {pick.name} of {len(ok)} eligible", candidates(states, {pick.name: 1.0}))
+
+
+@register("least_loaded")
+class LeastLoaded(Policy):
+    """Fewest active (running + waiting) requests; ties go to the node with most free blocks."""
+
+    name = "least_loaded"
+
+    def decide(self, req: Request, view: ClusterView) -> Decision:
+        states = observe(req, view)
+        ok = [s for s in states if s.eligible]
+        if not ok:
+            return no_eligible(states)
+        pick = least_loaded(ok)
+        scores = {s.name: -float(s.active) for s in ok}
+        others = ", ".join(str(s.active) for s in ok if s is not pick) or "none"
+        return Decision(
+            pick.name,
+            f"least loaded: {pick.name} has {pick.active} active (others {others})",
+            candidates(states, scores),
+        )

@@ -1,0 +1,132 @@
+"""The block pool follows vLLM v1's prefix-caching rules, one test per rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvtui.sim.blocks import BlockPool, OutOfBlocks
+
+
+class Recorder:
+    def __init__(self):
+        self.stored: list[tuple] = []
+        self.evicted: list[tuple] = []
+
+    def on_stored(self, request, group, keys, parent, first):
+        self.stored.append((request, keys, parent, first))
+
+    def on_evicted(self, keys, groups, for_request):
+        self.evicted.append((keys, groups, for_request))
+
+
+def make(n=8, bs=4):
+    rec = Recorder()
+    return BlockPool("n", n, bs, rec.on_stored, rec.on_evicted), rec
+
+
+def test_fresh_pool_allocates_in_id_order_from_the_front():
+    pool, _ = make()
+    assert pool.allocate(3, "g", "r1") == [0, 1, 2]
+    assert pool.free_count == 5 and pool.used_count == 3
+    pool.check()
+
+
+def test_only_full_blocks_are_cached_and_stored_events_carry_the_chain():
+    pool, rec = make()
+    blocks = pool.allocate(3, "g", "r1")
+    keys = (11, 12, 13)
+    # two of the three blocks are full: the third is partial and must not be keyed
+    pool.cache_full_blocks(blocks, keys, 0, 2, "r1", "g")
+    assert pool.cached == {11: 0, 12: 1}
+    assert pool.key[2] is None
+    assert rec.stored == [("r1", (11, 12), None, 0)]
+    pool.cache_full_blocks(blocks, keys, 2, 3, "r1", "g")
+    assert rec.stored[-1] == ("r1", (13,), 12, 2)
+
+
+def test_release_is_tail_first_so_the_tail_of_a_prefix_is_evicted_first():
+    pool, rec = make(n=4)
+    blocks = pool.allocate(4, "g", "r1")
+    pool.cache_full_blocks(blocks, (1, 2, 3, 4), 0, 4, "r1", "g")
+    pool.free(blocks)
+    assert list(pool.free_queue) == [3, 2, 1, 0]
+    pool.allocate(1, "h", "r2")
+    assert rec.evicted == [((4,), ("g",), "r2")]
+    assert 4 not in pool.cached and 1 in pool.cached
+
+
+def test_lru_order_across_requests():
+    pool, rec = make(n=4)
+    a = pool.allocate(2, "a", "ra")
+    pool.cache_full_blocks(a, (1, 2), 0, 2, "ra", "a")
+    b = pool.allocate(2, "b", "rb")
+    pool.cache_full_blocks(b, (5, 6), 0, 2, "rb", "b")
+    pool.free(a)  # a released first: least recently used
+    pool.free(b)
+    pool.allocate(2, "c", "rc")
+    assert rec.evicted == [((2, 1), ("a", "a"), "rc")]
+
+
+def test_touch_takes_a_hit_out_of_the_free_queue_and_counts_it_up():
+    pool, _ = make(n=4)
+    a = pool.allocate(2, "a", "ra")
+    pool.cache_full_blocks(a, (1, 2), 0, 2, "ra", "a")
+    pool.free(a)
+    hits = pool.lookup((1, 2, 3), limit=3)
+    assert hits == a
+    assert pool.evictable_among(hits) == 2
+    pool.touch(hits)
+    assert all(b not in pool.free_queue for b in hits)
+    assert [pool.ref[b] for b in hits] == [1, 1]
+    pool.touch(hits)  # a second request sharing the prefix
+    assert [pool.ref[b] for b in hits] == [2, 2]
+    pool.free(hits)
+    assert all(b not in pool.free_queue for b in hits)  # still used by the other one
+    pool.free(hits)
+    assert all(b in pool.free_queue for b in hits)
+    pool.check()
+
+
+def test_lookup_is_the_longest_leading_run_and_respects_the_limit():
+    pool, _ = make(n=4)
+    a = pool.allocate(3, "a", "ra")
+    pool.cache_full_blocks(a, (1, 2, 3), 0, 3, "ra", "a")
+    assert pool.lookup((1, 2, 99, 3), limit=10) == a[:2]
+    assert pool.lookup((1, 2, 3), limit=2) == a[:2]
+    assert pool.lookup((7, 1), limit=10) == []
+
+
+def test_duplicate_key_keeps_the_first_block_as_the_cached_copy():
+    pool, rec = make(n=4)
+    a = pool.allocate(1, "a", "ra")
+    b = pool.allocate(1, "a", "rb")
+    pool.cache_full_blocks(a, (1,), 0, 1, "ra", "a")
+    pool.cache_full_blocks(b, (1,), 0, 1, "rb", "a")
+    assert pool.cached == {1: a[0]}
+    assert pool.key[b[0]] is None
+    assert len(rec.stored) == 1
+
+
+def test_pinned_blocks_are_never_evicted():
+    pool, rec = make(n=4)
+    assert pool.pin([1, 2], "sys") == 2
+    assert len(pool.pinned) == 2 and pool.free_count == 2
+    x = pool.allocate(2, "g", "r")
+    pool.free(x)
+    pool.allocate(2, "g", "r2")
+    assert 1 in pool.cached and 2 in pool.cached
+    with pytest.raises(OutOfBlocks):
+        pool.allocate(3, "g", "r3")
+    pool.check()
+
+
+def test_eviction_count_and_reset():
+    pool, _ = make(n=2)
+    a = pool.allocate(2, "a", "ra")
+    pool.cache_full_blocks(a, (1, 2), 0, 2, "ra", "a")
+    pool.free(a)
+    pool.allocate(2, "b", "rb")
+    assert pool.evicted_total == 2
+    pool.reset()
+    assert pool.free_count == 2 and not pool.cached
+    pool.check()
