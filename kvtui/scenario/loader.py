@@ -1,0 +1,514 @@
+"""Scenario YAML -> the typed, frozen `Scenario`, with every problem reported at once.
+
+The loader knows no field by name when it builds: it walks the type hints of the dataclasses
+in `kvtui.scenario.model`, so a new field there is loadable, validated and overridable with
+no change here. YAML is composed (not constructed) with the safe loader, which keeps a line
+mark on every node: each problem is reported as (file, line, message) and all of them are
+raised together in one `InputError`, so a user fixes a file in one pass, not one error a run.
+
+After building come the checks that span fields (node names, references to nodes, registry
+names, trace paths, KV capacity); those are the only parts that know the model's field names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+
+from kvtui.errors import InputError
+from kvtui.scenario.model import Dist, Scenario, ScriptedEvent, Trace
+from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
+from kvtui.scenario.schema import (
+    field_choices,
+    field_types,
+    is_dataclass_type,
+    join_index,
+    join_key,
+    literal_choices,
+    parent_path,
+    place,
+    split_optional,
+    suggestion,
+    tuple_item,
+    type_phrase,
+    unknown_key_message,
+)
+from kvtui.sim.profiles import GB, HARDWARE, MODELS, derived_kv_blocks
+
+__all__ = ["load_scenario"]
+
+INT_TAG = "tag:yaml.org,2002:int"
+FLOAT_TAG = "tag:yaml.org,2002:float"
+BOOL_TAG = "tag:yaml.org,2002:bool"
+STR_TAG = "tag:yaml.org,2002:str"
+# The tags a scenario can use; anything else (`!!python/object`, `!custom`) is refused.
+PLAIN_TAGS = {
+    NULL_TAG, BOOL_TAG, INT_TAG, FLOAT_TAG, STR_TAG,
+    "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map",
+}
+
+# Returned instead of a value that could not be built; its problem is already reported.
+INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
+
+
+def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
+    """Read, override, build and check a scenario file; raise InputError listing every problem.
+
+    `overrides` are `dotted.key=value` strings (the CLI's `--set`), applied to the YAML tree
+    before building so that overridden values are validated like the file's own.
+    """
+    file = str(path)
+    overrides = [overrides] if isinstance(overrides, str) else list(overrides)
+    root = _read_yaml(Path(path), file)
+    if not isinstance(root, yaml.MappingNode):
+        raise InputError.one(
+            file,
+            _line_of(root),
+            f"the top level of a scenario must be a mapping of keys (name, cluster, workload, ...), "
+            f"got {_describe(root)}",
+        )
+    root, override_problems = apply_overrides(root, overrides)
+    builder = _Builder(file, Path(path).parent)
+    builder.problems.extend(override_problems)
+    scenario = builder.build(root)
+    if scenario is not INVALID:
+        _check_scenario(scenario, builder)
+    problems = builder.sorted_problems([override_source(text) for text in overrides])
+    if problems:
+        raise InputError(problems)
+    return scenario
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _read_yaml(path: Path, file: str) -> yaml.Node:
+    """The file's YAML node tree; InputError for a missing, unreadable, malformed or empty file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError.one(file, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError.one(file, None, "is a directory, not a scenario file") from None
+    except OSError as e:
+        raise InputError.one(file, None, f"cannot read the file: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError.one(file, line, f"not UTF-8 text (byte 0x{data[e.start]:02x})") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        raise InputError.one(file, _mark_line(e.problem_mark), _yaml_error_message(e)) from None
+    except yaml.reader.ReaderError as e:
+        line = text[: e.position].count("\n") + 1
+        char = f"U+{e.character:04X}" if isinstance(e.character, int) else repr(e.character)
+        raise InputError.one(file, line, f"YAML syntax error: {e.reason} ({char})") from None
+    except yaml.YAMLError as e:
+        raise InputError.one(file, None, f"YAML syntax error: {e}") from None
+    except RecursionError:
+        raise InputError.one(file, None, "YAML syntax error: nested too deeply") from None
+    if root is None:
+        raise InputError.one(file, None, "the scenario file is empty")
+    return root
+
+
+def _yaml_error_message(e: yaml.MarkedYAMLError) -> str:
+    """PyYAML's problem, plus what it was parsing and where that began (often the real cause)."""
+    message = f"YAML syntax error: {e.problem or e.context or 'unreadable'}"
+    if e.problem and e.context:
+        started = _mark_line(e.context_mark)
+        message += f" ({e.context}" + (f" that began at line {started})" if started else ")")
+    return message
+
+
+def _mark_line(mark) -> int | None:
+    line = getattr(mark, "line", None)
+    return line + 1 if line is not None else None
+
+
+def _line_of(node: yaml.Node) -> int | None:
+    return None if isinstance(node.start_mark, OverrideMark) else _mark_line(node.start_mark)
+
+
+def _describe(node: yaml.Node) -> str:
+    """A node as a user would name it in "got ..." messages."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if node.tag == NULL_TAG:
+        return "nothing (an empty value)" if node.value == "" else "null"
+    if node.tag == STR_TAG:
+        return repr(node.value)
+    return node.value
+
+
+def _is_finite(number: int | float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an int too big for a float
+        return False
+
+
+def _fmt(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+class _Builder:
+    """Builds dataclasses from YAML nodes by their type hints, collecting problems as it goes.
+
+    `locations` maps each built key path (`cluster.nodes[0].name`) to where its value was
+    written, so checks that run after building can still point at a line.
+    """
+
+    def __init__(self, file: str, base_dir: Path):
+        self.file = file
+        self.base_dir = base_dir
+        self.problems: list[tuple[str, int | None, str]] = []
+        self.locations: dict[str, tuple[str, int | None]] = {}
+        self.bad_paths: set[str] = set()
+        self._constructor = SafeConstructor()
+        self._post_checks = {Dist: self._check_dist, Trace: self._check_trace, ScriptedEvent: self._check_event}
+
+    # -- reporting ------------------------------------------------------------------------
+
+    def where(self, node: yaml.Node) -> tuple[str, int | None]:
+        mark = node.start_mark
+        if isinstance(mark, OverrideMark):
+            return mark.source, None
+        return self.file, _mark_line(mark)
+
+    def report(self, node: yaml.Node, message: str, bad_path: str | None = None) -> None:
+        """Record a problem at a node; `bad_path` marks a value as unusable for later checks."""
+        self.problems.append((*self.where(node), message))
+        if bad_path is not None:
+            self.bad_paths.add(bad_path)
+
+    def report_at(self, path: str, message: str) -> None:
+        """Record a problem at a key path: where it was written, or its closest written parent."""
+        self.problems.append((*self.locate(path), message))
+
+    def locate(self, path: str) -> tuple[str, int | None]:
+        while path not in self.locations and path:
+            path = parent_path(path)
+        return self.locations.get(path, (self.file, None))
+
+    def is_clean(self, path: str) -> bool:
+        """True when nothing at or under `path` failed to build (so its values are the user's)."""
+        if not path:
+            return not self.bad_paths
+        return not any(bad == path or bad.startswith((path + ".", path + "[")) for bad in self.bad_paths)
+
+    def sorted_problems(self, override_sources: list[str]) -> list[tuple[str, int | None, str]]:
+        """Problems in file order, then by override in command-line order; each only once.
+
+        (A node shared through a YAML anchor is built once per use, so its problems repeat.)
+        """
+        rank = {source: i for i, source in reversed(list(enumerate(override_sources)))}
+
+        def key(problem):
+            file, line, _ = problem
+            return (0, line or 0) if file == self.file else (1, rank.get(file, len(rank)))
+
+        return sorted(dict.fromkeys(self.problems), key=key)
+
+    # -- values ---------------------------------------------------------------------------
+
+    def build(self, root: yaml.MappingNode) -> Any:
+        self.locations[""] = self.where(root)
+        return self._value(root, Scenario, "", {}, None)
+
+    def _value(self, node: yaml.Node, tp: Any, path: str, meta: Mapping, choices: tuple | None) -> Any:
+        """Build the value of type `tp` written at `node`; INVALID (reported) when it is wrong."""
+        if node.tag not in PLAIN_TAGS:
+            self.report(node, f"{_label(path)}: unsupported YAML tag {node.tag!r}", path)
+            return INVALID
+        inner, optional = split_optional(tp)
+        if node.tag == NULL_TAG and isinstance(node, yaml.ScalarNode):
+            return None if optional else self._mismatch(node, inner, path)
+        if inner is Dist and isinstance(node, yaml.ScalarNode):
+            return self._dist_shorthand(node, path)
+        if is_dataclass_type(inner):
+            return self._dataclass(node, inner, path)
+        if (item_type := tuple_item(inner)) is not None:
+            return self._tuple(node, item_type, path)
+        if (literal := literal_choices(inner)) is not None:
+            return self._choice(node, path, literal, inner)
+        return self._scalar(node, inner, path, meta, choices)
+
+    def _mismatch(self, node: yaml.Node, tp: Any, path: str) -> Any:
+        self.report(node, f"{_label(path)}: expected {type_phrase(tp)}, got {_describe(node)}", path)
+        return INVALID
+
+    def _dataclass(self, node: yaml.Node, cls: type, path: str) -> Any:
+        """A mapping -> `cls(**fields)`; unknown keys are reported with the closest valid one."""
+        if not isinstance(node, yaml.MappingNode):
+            return self._mismatch(node, cls, path)
+        fields = field_types(cls)
+        kwargs = {}
+        for key_node, value_node in self._pairs(node, path):
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.report(key_node, f"keys must be plain names {place(path)}, got {_describe(key_node)}")
+                continue
+            key = key_node.value
+            if key not in fields:
+                self.report(key_node, unknown_key_message(key, cls, path))
+                continue
+            field, hint = fields[key]
+            child = join_key(path, key)
+            self.locations[child] = self.where(value_node)
+            value = self._value(value_node, hint, child, field.metadata, field_choices(cls, key, field.metadata))
+            if value is not INVALID:
+                kwargs[key] = value
+        try:
+            obj = cls(**kwargs)
+        except (TypeError, ValueError) as e:  # a __post_init__ in the model may refuse values
+            self.report(node, f"{_label(path)}: {e}", path)
+            return INVALID
+        check = self._post_checks.get(cls)
+        return check(obj, node, path) if check and self.is_clean(path) else obj
+
+    def _pairs(self, node: yaml.MappingNode, path: str) -> list[tuple[yaml.Node, yaml.Node]]:
+        """The mapping's key/value pairs: own keys once each, then keys from `<<` merges."""
+        merged, own, bad_merges = split_merges(node)
+        for source in bad_merges:
+            self.report(source, f"a '<<' merge {place(path)} needs a mapping or a list of mappings")
+        first_line: dict[str, int | None] = {}
+        pairs = []
+        for key_node, value_node in own:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in first_line:
+                also = f" (first at line {first_line[key]})" if first_line[key] else ""
+                self.report(key_node, f"duplicate key {key!r} {place(path)}{also}")
+                continue
+            if key is not None:
+                first_line[key] = self.where(key_node)[1]
+            pairs.append((key_node, value_node))
+        for key_node, value_node in merged:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None or key not in first_line:
+                first_line.setdefault(key, None)
+                pairs.append((key_node, value_node))
+        return pairs
+
+    def _tuple(self, node: yaml.Node, item_type: Any, path: str) -> Any:
+        if not isinstance(node, yaml.SequenceNode):
+            return self._mismatch(node, tuple[item_type, ...], path)
+        items = []
+        for index, item_node in enumerate(node.value):
+            child = join_index(path, index)
+            self.locations[child] = self.where(item_node)
+            value = self._value(item_node, item_type, child, {}, None)
+            if value is not INVALID:
+                items.append(value)
+        return tuple(items)
+
+    def _choice(self, node: yaml.Node, path: str, choices: tuple, tp: Any = str) -> Any:
+        """One of a fixed set of names; a near miss gets a "did you mean"."""
+        if not isinstance(node, yaml.ScalarNode):
+            return self._mismatch(node, tp, path)
+        by_text = {str(c): c for c in choices}
+        if node.value in by_text:
+            return by_text[node.value]
+        listed = ", ".join(by_text)
+        hint = suggestion(node.value, by_text)
+        self.report(node, f"{_label(path)}: {node.value!r} is not one of: {listed}{hint}", path)
+        return INVALID
+
+    def _scalar(self, node: yaml.Node, tp: type, path: str, meta: Mapping, choices: tuple | None) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            return self._mismatch(node, tp, path)
+        if tp is str:
+            return self._choice(node, path, choices) if choices else node.value
+        if tp is bool:
+            return self._construct(node) if node.tag == BOOL_TAG else self._mismatch(node, tp, path)
+        if tp in (int, float):
+            return self._number(node, tp, path, meta)
+        raise TypeError(f"unsupported type in the scenario model at {path}: {tp!r}")
+
+    def _number(self, node: yaml.ScalarNode, tp: type, path: str, meta: Mapping) -> Any:
+        """An int or float within the field's bounds. Ints are fine for floats; bools never."""
+        number = self._parse_number(node)
+        if number is None:
+            return self._mismatch(node, tp, path)
+        if not _is_finite(number):
+            self.report(node, f"{_label(path)}: expected a finite number, got {node.value}", path)
+            return INVALID
+        if tp is int:
+            if isinstance(number, float) and not number.is_integer():
+                return self._mismatch(node, tp, path)
+            number = int(number)
+        else:
+            number = float(number)
+        low, high = meta.get("min"), meta.get("max")
+        if (low is not None and number < low) or (high is not None and number > high):
+            if low is not None and high is not None:
+                bound = f"between {_fmt(low)} and {_fmt(high)}"
+            else:
+                bound = f">= {_fmt(low)}" if low is not None else f"<= {_fmt(high)}"
+            self.report(node, f"{_label(path)}: must be {bound}, got {_fmt(number)}", path)
+            return INVALID
+        return number
+
+    def _parse_number(self, node: yaml.ScalarNode) -> int | float | None:
+        """The node's number, or None. Plain `1e3` is a string to YAML 1.1 but a number here."""
+        if node.tag in (INT_TAG, FLOAT_TAG):
+            value = self._construct(node)
+            return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if node.tag == STR_TAG and node.style is None:
+            for parse in (int, float):
+                try:
+                    return parse(node.value)
+                except ValueError:
+                    pass
+        return None
+
+    def _construct(self, node: yaml.ScalarNode) -> Any:
+        """The Python value of a scalar as the safe loader would make it (None if it cannot)."""
+        try:
+            return self._constructor.construct_object(node)
+        except (ConstructorError, ValueError, TypeError):
+            return None
+
+    def _dist_shorthand(self, node: yaml.ScalarNode, path: str) -> Any:
+        """`turns: 3` means `{dist: fixed, value: 3}`."""
+        if self._parse_number(node) is None:
+            return self._mismatch(node, Dist, path)
+        value_field = field_types(Dist)["value"][0]
+        value = self._number(node, float, path, value_field.metadata)
+        return INVALID if value is INVALID else Dist(dist="fixed", value=value)
+
+    # -- checks of one object, run right after it is built ----------------------------------
+
+    def _check_dist(self, dist: Dist, node: yaml.Node, path: str) -> Dist:
+        if dist.dist == "uniform" and dist.high < dist.low:
+            self.report_at(
+                join_key(path, "high"),
+                f"{_label(path)}: uniform needs high >= low, got low={_fmt(dist.low)} high={_fmt(dist.high)}",
+            )
+        if dist.min is not None and dist.max is not None and dist.min > dist.max:
+            self.report_at(
+                join_key(path, "max"),
+                f"{_label(path)}: needs min <= max, got min={_fmt(dist.min)} max={_fmt(dist.max)}",
+            )
+        return dist
+
+    def _check_trace(self, trace: Trace, node: yaml.Node, path: str) -> Trace:
+        """Resolve the trace path and check it exists.
+
+        A path written in the file is relative to the file's directory (scenarios travel with
+        their traces); one given with --set is relative to the working directory, like any
+        other command-line path.
+        """
+        key = join_key(path, "path")
+        if not trace.path:
+            self.report_at(key, f"{key}: a trace needs a path")
+            return trace
+        written_in_file = self.locate(key)[0] == self.file
+        base = self.base_dir if written_in_file else Path.cwd()
+        resolved = Path(os.path.abspath(base / Path(trace.path).expanduser()))
+        if not resolved.exists():
+            self.report_at(key, f"{key}: trace {trace.path!r} not found (looked for {resolved})")
+            return trace
+        return dataclasses.replace(trace, path=str(resolved))
+
+    def _check_event(self, event: ScriptedEvent, node: yaml.Node, path: str) -> ScriptedEvent:
+        if event.action in ("node_down", "node_up") and event.node is None:
+            self.report(node, f"{_label(path)}: {event.action} needs a node")
+        return event
+
+
+def _label(path: str) -> str:
+    return path or "the top level"
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks across fields, on the built Scenario
+
+
+def _check_scenario(scenario: Scenario, b: _Builder) -> None:
+    """Cross-field rules; each skips what failed to build, so one mistake is reported once."""
+    _check_node_names(scenario, b)
+    if b.is_clean("cluster.nodes"):
+        _check_node_references(scenario, b)
+    _check_capacity(scenario, b)
+    _check_groups(scenario, b)
+
+
+def _check_node_names(scenario: Scenario, b: _Builder) -> None:
+    nodes = scenario.cluster.nodes
+    if not nodes:
+        b.report_at("cluster.nodes", "cluster.nodes: a cluster needs at least one node")
+    first: dict[str, int] = {}
+    for i, spec in enumerate(nodes):
+        if spec.name in first:
+            b.report_at(
+                f"cluster.nodes[{i}].name",
+                f"cluster.nodes[{i}].name: duplicate node name {spec.name!r} "
+                f"(also cluster.nodes[{first[spec.name]}]); node names must be unique",
+            )
+        first.setdefault(spec.name, i)
+
+
+def _check_node_references(scenario: Scenario, b: _Builder) -> None:
+    """`pin_on` and scripted events must name nodes that exist."""
+    names = [spec.name for spec in scenario.cluster.nodes]
+
+    def check(path: str, name: str) -> None:
+        if name not in names:
+            hint = suggestion(name, names) or f"; nodes: {', '.join(names)}"
+            b.report_at(path, f"{path}: unknown node {name!r}{hint}")
+
+    for g, group in enumerate(scenario.workload.groups):
+        for k, name in enumerate(group.pin_on):
+            check(f"workload.groups[{g}].pin_on[{k}]", name)
+    for e, event in enumerate(scenario.events):
+        if event.node is not None:
+            check(f"events[{e}].node", event.node)
+
+
+def _check_capacity(scenario: Scenario, b: _Builder) -> None:
+    """A node without `kv_blocks` gets what GPU memory leaves after weights: it must be >= 1."""
+    model = MODELS.get(scenario.model)
+    if model is None or not b.is_clean("cluster.block_size"):
+        return
+    for i, spec in enumerate(scenario.cluster.nodes):
+        hardware = HARDWARE.get(spec.hardware or scenario.cluster.hardware)
+        if spec.kv_blocks is not None or hardware is None or not b.is_clean(f"cluster.nodes[{i}]"):
+            continue
+        util = spec.gpu_memory_utilization
+        if derived_kv_blocks(hardware, model, scenario.cluster.block_size, util) >= 1:
+            continue
+        budget = hardware.memory_bytes * util
+        what = "do not fit" if model.weight_bytes >= budget else "leave no room for one KV block"
+        b.report_at(
+            f"cluster.nodes[{i}]",
+            f"cluster.nodes[{i}] ({spec.name!r}): the {model.name} weights ({model.weight_bytes / GB:.1f} GB) "
+            f"{what} in {hardware.name} at gpu_memory_utilization {_fmt(util)} "
+            f"({budget / GB:.1f} of {hardware.memory_bytes / GB:.0f} GB); use bigger hardware, "
+            f"raise gpu_memory_utilization, or set kv_blocks",
+        )
+
+
+def _check_groups(scenario: Scenario, b: _Builder) -> None:
+    """Synthetic workloads need a group to draw sessions from, and weights to draw by."""
+    workload = scenario.workload
+    if workload.trace is not None or not b.is_clean("workload.groups"):
+        return
+    if not workload.groups:
+        b.report_at("workload.groups", "workload.groups: needs at least one prefix group (or a workload.trace)")
+    elif workload.group_order == "weighted" and sum(g.weight for g in workload.groups) <= 0:
+        b.report_at("workload.groups", "workload.groups: the group weights add up to 0")
