@@ -6,7 +6,7 @@ JSON written beside it always hold the same figures.
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
 
@@ -18,58 +18,54 @@ def _pct(v: float) -> str:
     return f"{100 * v:.1f}%"
 
 
-def run_table(doc: dict) -> Table:
-    """One run: requests, cache, latency percentiles, throughput, per node."""
+def run_table(doc: dict) -> Group:
+    """One run: latency percentiles, then requests and cache, then one row per node."""
     r, c, lat, th = doc["requests"], doc["cache"], doc["latency_ms"], doc["throughput"]
     title = f"{doc['scenario']} · policy {doc['policy']} · seed {doc['seed']} · {doc['sim_time_s']:.2f} s simulated"
-    t = Table(title=title, show_header=True, header_style="bold")
-    t.add_column("metric")
+
+    latency = Table(title=title, header_style="bold", title_justify="left")
+    latency.add_column("latency (ms)")
     for name in ("mean", "p50", "p90", "p95", "p99", "max"):
-        t.add_column(name, justify="right")
-    for key, label in (("ttft", "TTFT ms"), ("tpot", "TPOT ms"), ("e2e", "E2E ms")):
+        latency.add_column(name, justify="right")
+    for key, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E")):
         d = lat[key]
-        t.add_row(label, *(_ms(d[k]) for k in ("mean", "p50", "p90", "p95", "p99", "max")))
-    t.add_section()
+        latency.add_row(label, *(_ms(d[k]) for k in ("mean", "p50", "p90", "p95", "p99", "max")))
+
     rejection = r["rejected"] / r["arrived"] if r["arrived"] else 0.0
-    t.add_row(
-        "requests",
-        f"{r['arrived']} arrived",
-        f"{r['completed']} done",
-        f"{r['rejected']} rejected",
-        f"{_pct(rejection)} rej.",
-        f"{r['preempted']} preempt.",
-        f"{r['failed']} failed",
-    )
-    t.add_row(
-        "cache",
-        f"hit {_pct(c['request_hit_rate'])}",
-        f"{c['exact_hits']} exact",
-        f"{c['prefix_hits']} prefix",
-        f"{c['misses']} miss",
-        f"tok {_pct(c['token_hit_rate'])}",
-        f"{c['evicted_blocks']} evicted",
-    )
-    t.add_row(
-        "throughput",
-        f"{th['requests_per_s']:.2f} req/s",
-        f"{th['output_tokens_per_s']:,.0f} tok/s",
-        "",
-        "",
-        "",
-        f"wall {doc['wall_time_s']:.2f} s",
-    )
-    t.add_section()
+    totals = Table(show_header=False, box=None, padding=(0, 2))
+    for _ in range(2):
+        totals.add_column(style="bold")
+        totals.add_column(justify="right")
+    pairs = [
+        ("arrived", str(r["arrived"])),
+        ("request hit rate", _pct(c["request_hit_rate"])),
+        ("completed", str(r["completed"])),
+        ("token hit rate", _pct(c["token_hit_rate"])),
+        ("rejected", f"{r['rejected']} ({_pct(rejection)})"),
+        ("exact/prefix/miss", f"{c['exact_hits']}/{c['prefix_hits']}/{c['misses']}"),
+        ("preempted", str(r["preempted"])),
+        ("evicted blocks", str(c["evicted_blocks"])),
+        ("failed/rerouted", f"{r['failed']}/{r['rerouted']}"),
+        ("requests/s", f"{th['requests_per_s']:.2f}"),
+        ("in flight at end", str(r.get("in_flight", 0))),
+        ("output tokens/s", f"{th['output_tokens_per_s']:,.0f}"),
+    ]
+    for i in range(0, len(pairs), 2):
+        totals.add_row(*pairs[i], *pairs[i + 1])
+
+    nodes = Table(header_style="bold")
+    for col, justify in (("node", "left"), ("KV blocks", "right"), ("peak used", "right"), ("served", "right"), ("preempted", "right"), ("evicted", "right")):
+        nodes.add_column(col, justify=justify)
     for n in doc["nodes"]:
-        t.add_row(
+        nodes.add_row(
             n["name"],
-            f"{n['kv_blocks']} blocks",
-            f"peak {n['peak_blocks_used']}",
-            f"{n['requests_served']} served",
-            f"{n.get('preemptions', 0)} preempt.",
-            f"{n.get('evicted_blocks', 0)} evicted",
-            "",
+            str(n["kv_blocks"]),
+            str(n["peak_blocks_used"]),
+            str(n["requests_served"]),
+            str(n.get("preemptions", 0)),
+            str(n.get("evicted_blocks", 0)),
         )
-    return t
+    return Group(latency, totals, nodes, f"wall time {doc['wall_time_s']:.2f} s")
 
 
 def compare_table(docs: list[dict], label: str = "policy") -> Table:
@@ -111,5 +107,5 @@ def compare_table(docs: list[dict], label: str = "policy") -> Table:
     return t
 
 
-def print_table(table: Table) -> None:
+def print_table(table: RenderableType) -> None:
     Console().print(table)

@@ -1,0 +1,98 @@
+"""Invariants that must hold after every single event, on randomly drawn small clusters."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvtui.events import RequestArrived
+from kvtui.scenario.model import (
+    Arrival,
+    Cluster,
+    Dist,
+    Latency,
+    NodeSpec,
+    PrefixGroup,
+    Router,
+    Scenario,
+    ScriptedEvent,
+    Workload,
+)
+from kvtui.sim.engine import Simulation
+from kvtui.sim.router.registry import POLICY_NAMES
+
+
+def dist(lo: int, hi: int) -> Dist:
+    return Dist(dist="uniform", low=lo, high=hi)
+
+
+@st.composite
+def scenarios(draw):
+    n_nodes = draw(st.integers(1, 3))
+    block_size = draw(st.sampled_from([4, 16]))
+    kv_blocks = draw(st.integers(24, 120))
+    nodes = tuple(
+        NodeSpec(
+            name=f"n{i}",
+            kv_blocks=kv_blocks,
+            max_num_seqs=draw(st.integers(1, 8)),
+            max_num_batched_tokens=draw(st.sampled_from([64, 256, 2048])),
+            chunked_prefill=draw(st.booleans()),
+            max_queue=draw(st.sampled_from([None, 2, 8])),
+        )
+        for i in range(n_nodes)
+    )
+    groups = tuple(
+        PrefixGroup(
+            name=f"g{i}",
+            system_prompt_tokens=draw(st.integers(0, 96)),
+            question_tokens=dist(1, 40),
+            output_tokens=dist(1, 60),
+            turns=dist(1, 3),
+            pin_on=("n0",) if draw(st.booleans()) and i == 0 else (),
+        )
+        for i in range(draw(st.integers(1, 3)))
+    )
+    events = ()
+    if n_nodes > 1 and draw(st.booleans()):
+        events = (
+            ScriptedEvent(at=0.5, action="node_down", node="n1", in_flight=draw(st.sampled_from(["reroute", "fail"]))),
+            ScriptedEvent(at=1.5, action="node_up", node="n1"),
+        )
+    return Scenario(
+        name="prop",
+        seed=draw(st.integers(0, 2**16)),
+        cluster=Cluster(block_size=block_size, nodes=nodes),
+        latency=Latency(model=draw(st.sampled_from(["roofline", "linear"]))),
+        router=Router(policy=draw(st.sampled_from(POLICY_NAMES))),
+        workload=Workload(
+            arrival=Arrival(process="poisson", rate=draw(st.sampled_from([5.0, 40.0]))),
+            groups=groups,
+            requests=draw(st.integers(5, 40)),
+        ),
+        events=events,
+        until_s=30.0,
+    )
+
+
+def check_invariants(sim: Simulation, arrived: int) -> None:
+    for node in sim.nodes:
+        node.pool.check()  # used + free = total, no negative count, free queue holds only idle blocks
+        assert set(node.pool.cached) == sim.index.keys_on(node.name), "KV index disagrees with the pool"
+        for req in node.running:
+            assert len(req.blocks) * sim.block_size >= req.computed
+    m = sim.metrics
+    assert m.arrived == arrived
+    assert arrived == m.completed + m.rejected + m.failed + sim.in_flight(), "a request was lost"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_invariants_hold_after_every_event(scenario):
+    sim = Simulation(scenario)
+    arrived = 0
+    while (ev := sim.step()) is not None:
+        if isinstance(ev, RequestArrived):
+            arrived += 1
+        check_invariants(sim, arrived)
+    assert sim.ended
