@@ -6,6 +6,7 @@ JSON written beside it always hold the same figures.
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
@@ -69,24 +70,17 @@ def run_table(doc: dict) -> Group:
 
 
 def compare_table(docs: list[dict], label: str = "policy") -> Table:
-    """One row per run of the same workload."""
+    """One row per run of the same workload; fits 80 columns (latencies in whole ms)."""
     first = docs[0]
-    t = Table(title=f"{first['scenario']} · seed {first['seed']}", header_style="bold")
-    for col, justify in (
-        (label, "left"),
-        ("done", "right"),
-        ("rej %", "right"),
-        ("hit %", "right"),
-        ("tok hit %", "right"),
-        ("evicted", "right"),
-        ("preempt", "right"),
-        ("TTFT p50", "right"),
-        ("TTFT p95", "right"),
-        ("E2E mean", "right"),
-        ("E2E p95", "right"),
-        ("tok/s", "right"),
-    ):
-        t.add_column(col, justify=justify)
+    t = Table(
+        title=f"{first['scenario']} · seed {first['seed']} · latencies in ms",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+    )
+    t.add_column(label, no_wrap=True)
+    for col in ("done", "rej%", "hit%", "tokhit%", "evicted", "preempt", "TTFT p50", "TTFT p95", "E2E avg", "E2E p95", "req/s"):
+        t.add_column(col, justify="right")
     for d in docs:
         r, c, lat = d["requests"], d["cache"], d["latency_ms"]
         rejection = r["rejected"] / r["arrived"] if r["arrived"] else 0.0
@@ -98,14 +92,20 @@ def compare_table(docs: list[dict], label: str = "policy") -> Table:
             f"{100 * c['token_hit_rate']:.1f}",
             str(c["evicted_blocks"]),
             str(r["preempted"]),
-            _ms(lat["ttft"]["p50"]),
-            _ms(lat["ttft"]["p95"]),
-            _ms(lat["e2e"]["mean"]),
-            _ms(lat["e2e"]["p95"]),
-            f"{d['throughput']['output_tokens_per_s']:,.0f}",
+            f"{lat['ttft']['p50']:.0f}",
+            f"{lat['ttft']['p95']:.0f}",
+            f"{lat['e2e']['mean']:.0f}",
+            f"{lat['e2e']['p95']:.0f}",
+            f"{d['throughput']['requests_per_s']:.2f}",
         )
     return t
 
 
 def print_table(table: RenderableType) -> None:
-    Console().print(table)
+    """Print to the terminal; when piped (into a doc or a file) use 120 columns, not Rich's 80,
+    so wide comparisons are not squeezed into ellipses."""
+    import os
+    import sys
+
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
+    Console(width=width).print(table)

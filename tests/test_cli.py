@@ -1,0 +1,104 @@
+"""The command line as users and scripts meet it: exit codes, messages, the result document."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+
+
+def kvtui(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kvtui", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_run_writes_the_contract_document(tmp_path):
+    out = tmp_path / "out.json"
+    p = kvtui("run", str(SCENARIOS / "pressure.yaml"), "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    for key in ("kvtui_version", "scenario", "policy", "seed", "sim_time_s", "wall_time_s", "requests", "cache",
+                "latency_ms", "throughput", "nodes", "wal"):
+        assert key in doc
+    assert set(doc["requests"]) >= {"arrived", "completed", "rejected", "preempted"}
+    assert set(doc["cache"]) >= {"request_hit_rate", "exact_hits", "prefix_hits", "misses", "token_hit_rate", "evicted_blocks"}
+    for k in ("ttft", "tpot", "e2e"):
+        assert set(doc["latency_ms"][k]) == {"mean", "p50", "p90", "p95", "p99", "max"}
+    assert set(doc["throughput"]) == {"requests_per_s", "output_tokens_per_s"}
+    assert {"name", "kv_blocks", "peak_blocks_used", "requests_served"} <= set(doc["nodes"][0])
+    assert set(doc["wal"]) >= {"records", "bytes", "snapshots", "recoveries"}
+    r = doc["requests"]
+    assert r["arrived"] == r["completed"] + r["rejected"] + r["failed"] + r["in_flight"]
+    assert "TTFT" in p.stdout
+
+
+def test_compare_one_row_per_policy(tmp_path):
+    out = tmp_path / "cmp.json"
+    p = kvtui("compare", str(SCENARIOS / "pressure.yaml"), "--policies", "round_robin,cache_aware", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["policy"] for r in runs] == ["round_robin", "cache_aware"]
+    assert runs[0]["seed"] == runs[1]["seed"]
+
+
+def test_compare_sweep():
+    p = kvtui("compare", str(SCENARIOS / "concurrency.yaml"), "--sweep", "workload.arrival.users=1,3")
+    assert p.returncode == 0, p.stderr
+    assert "users=1" in p.stdout and "users=3" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("run", "does-not-exist.yaml"), "does-not-exist.yaml"),
+        (("run", "scenarios/pressure.yaml", "--policy", "nope"), "unknown policy"),
+        (("run", "scenarios/pressure.yaml", "--set", "cluster.block_size=abc"), "--set cluster.block_size"),
+        (("run", "scenarios/pressure.yaml", "--seed", "x"), "invalid int value"),
+        (("frobnicate.yaml",), "frobnicate.yaml"),
+        (("compare", "scenarios/pressure.yaml", "--sweep", "nokey"), "--sweep"),
+    ],
+)
+def test_bad_input_exits_2_without_traceback(args, needle):
+    p = kvtui(*args)
+    assert p.returncode == 2
+    assert needle in p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+
+
+def test_malformed_scenario_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ncluster:\n  nodes:\n    - {name: a, kv_blockz: 4}\n")
+    p = kvtui("validate", str(bad))
+    assert p.returncode == 2
+    assert f"{bad}:4:" in p.stderr and "kv_blocks" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_yaml_syntax_error(tmp_path):
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("name: [unclosed\n")
+    p = kvtui("run", str(bad))
+    assert p.returncode == 2 and str(bad) in p.stderr and "Traceback" not in p.stderr
+
+
+def test_validate_every_shipped_scenario():
+    for path in sorted(SCENARIOS.rglob("*.yaml")):
+        p = kvtui("validate", str(path))
+        assert p.returncode == 0, f"{path}: {p.stderr}"
+
+
+def test_version_help_and_schema():
+    assert kvtui("--version").stdout.startswith("kvtui ")
+    assert "kvtui run" in kvtui("--help").stdout
+    schema = json.loads(kvtui("schema").stdout)
+    assert "properties" in schema or "$defs" in schema
+
+
+def test_no_arguments_is_a_usage_error():
+    p = kvtui()
+    assert p.returncode == 2 and "usage" in p.stderr.lower()
