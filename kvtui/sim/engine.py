@@ -45,20 +45,38 @@ class Bus:
     """Numbers events, stamps them with sim time, and hands them to every listener at once.
 
     Listeners inside the engine (KV index, metrics, store) see each event the moment it
-    happens, so routing never depends on how a consumer paces the stream.
+    happens, so routing never depends on how a consumer paces the stream. A listener may ask
+    for only some event types; the bus then skips it for the rest (most events are KV events,
+    which the metrics do not need).
     """
 
     def __init__(self, env: simpy.Environment):
         self.env = env
         self.seq = 0
-        self.listeners: list[Listener] = []
+        self._all: list[Listener] = []
+        self._typed: list[tuple[Listener, tuple[type[Event], ...]]] = []
+        self._route: dict[type[Event], list[Listener]] = {}
         self.outbox: deque[Event] = deque()
         self.keep_outbox = False
+
+    def listen(self, fn: Listener, types: tuple[type[Event], ...] | None = None) -> None:
+        if types is None:
+            self._all.append(fn)
+        else:
+            self._typed.append((fn, types))
+        self._route.clear()
+
+    def _listeners(self, cls: type[Event]) -> list[Listener]:
+        found = self._route.get(cls)
+        if found is None:
+            found = [fn for fn, types in self._typed if issubclass(cls, types)] + self._all
+            self._route[cls] = found
+        return found
 
     def emit(self, cls: type[Event], **fields) -> Event:
         self.seq += 1
         ev = cls(seq=self.seq, t=self.env.now, **fields)
-        for fn in self.listeners:
+        for fn in self._route.get(cls) or self._listeners(cls):
             fn(ev)
         if self.keep_outbox:
             self.outbox.append(ev)
@@ -102,8 +120,8 @@ class Simulation:
         self.routing_overhead = scenario.router.routing_overhead_ms / 1000.0
         self.index = KVIndex()
         self.metrics = Metrics()
-        self.bus.listeners.append(self.index.on_event)
-        self.bus.listeners.append(self.metrics.on_event)
+        self.bus.listen(self.index.on_event, KVIndex.EVENT_TYPES)
+        self.bus.listen(self.metrics.on_event, Metrics.EVENT_TYPES)
 
         self.nodes: list[Node] = []
         self.node_by_name: dict[str, Node] = {}
@@ -151,8 +169,9 @@ class Simulation:
                 self.bus.emit(PrefixPinned, node=name, group=group.name, blocks=blocks)
 
     # ------------------------------------------------------------------ listeners
-    def subscribe(self, fn: Listener) -> None:
-        self.bus.listeners.append(fn)
+    def subscribe(self, fn: Listener, types: tuple[type[Event], ...] | None = None) -> None:
+        """Call `fn` with every event (or only those of `types`) as it happens."""
+        self.bus.listen(fn, types)
 
     # ------------------------------------------------------------------ the request path
     def submit(self, req: Request) -> simpy.Event:

@@ -38,6 +38,8 @@ def summarize(values_s: list[float]) -> dict[str, float]:
 
 @dataclass
 class Metrics:
+    EVENT_TYPES = (RequestCompleted, RequestArrived, BlocksEvicted, RequestRejected, RequestPreempted, NodeDown)
+
     arrived: int = 0
     completed: int = 0
     rejected: int = 0
@@ -56,7 +58,6 @@ class Metrics:
     e2e: list[float] = field(default_factory=list)
     served: dict[str, int] = field(default_factory=dict)
     evicted_by_node: dict[str, int] = field(default_factory=dict)
-    last_t: float = 0.0
 
     def set_nodes(self, capacity: dict[str, int]) -> None:
         for name in capacity:
@@ -64,7 +65,6 @@ class Metrics:
             self.evicted_by_node.setdefault(name, 0)
 
     def on_event(self, ev: Event) -> None:
-        self.last_t = ev.t
         if isinstance(ev, RequestCompleted):
             self.completed += 1
             self.ttft.append(ev.ttft)

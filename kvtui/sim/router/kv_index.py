@@ -18,14 +18,16 @@ from kvtui.events import BlocksEvicted, BlocksStored, Event, NodeCacheCleared
 
 
 class KVIndex:
+    EVENT_TYPES = (BlocksStored, BlocksEvicted, NodeCacheCleared)
+
     def __init__(self) -> None:
         self._where: dict[int, set[str]] = {}
         self._count: dict[str, int] = {}
 
     def on_event(self, ev: Event) -> None:
-        if isinstance(ev, BlocksStored):
+        if type(ev) is BlocksStored:
             self.add(ev.node, ev.keys)
-        elif isinstance(ev, BlocksEvicted):
+        elif type(ev) is BlocksEvicted:
             self.remove(ev.node, ev.keys)
         elif isinstance(ev, NodeCacheCleared):
             self.clear(ev.node)
