@@ -163,6 +163,13 @@ def cmd_validate(argv: list[str]) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args(argv)
     scenario = _load(args)
+    if scenario.workload.trace is not None:
+        # Read the whole trace now, so a broken line is reported here rather than mid-run.
+        import numpy as np
+
+        from kvtui.sim.traces import TraceWorkload
+
+        TraceWorkload(scenario.workload.trace, scenario.workload.arrival, scenario.cluster.block_size, np.random.default_rng(0))
     print(f"{args.scenario}: ok ({scenario.name}: {len(scenario.cluster.nodes)} nodes, policy {scenario.router.policy})")
     return 0
 
