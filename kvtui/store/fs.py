@@ -1,0 +1,158 @@
+"""The file layer: every byte the store puts on disk goes through one small object.
+
+Why a layer at all: the store's guarantees are claims about what happens when a process dies
+or the machine loses power *between* two file-system operations. Routing every operation
+(create, write, fsync, rename, unlink, truncate, directory fsync) through an injectable `fs`
+object lets the tests stop the world after operation k, fail a write half way (disk full) or
+fail an fsync, and then check what recovery makes of the result — the approach of
+FoundationDB's simulation and of the ALICE / CrashMonkey studies of crash consistency. The
+fault-injecting twin lives in `kvtui.store.faultfs`.
+
+Conventions the rest of the store relies on:
+- `write` / `pwrite` write all of `data` or raise; a short write that cannot make progress is
+  an error (`OSError(ENOSPC)`), never silently retried forever.
+- `create` always makes a *new* file (an old one of the same name is unlinked first), so a
+  leftover temp file never lends its inode to the next attempt.
+- `fsync_dir` is separate from `fsync`: a rename or a new file is durable only once its
+  directory is synced (POSIX; ext4 and XFS document the same).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+
+_datasync = getattr(os, "fdatasync", os.fsync)
+
+
+class RealFS:
+    """The operating system's file system, through `os`. Handles are plain file descriptors."""
+
+    # -- reading (never faulted: recovery must see exactly what is on disk) ------------------
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def isfile(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb", buffering=0) as f:
+            return f.read()
+
+    def read_head(self, path: str, n: int) -> bytes:
+        with open(path, "rb", buffering=0) as f:
+            return f.read(n)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def mkdir(self, path: str) -> None:
+        os.mkdir(path, 0o755)
+
+    def create(self, path: str) -> int:
+        """A new, empty file opened for writing (replacing any file of that name)."""
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+
+    def open_write(self, path: str) -> int:
+        """An existing file opened for positioned writes (`pwrite`) and `truncate`."""
+        return os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+
+    def write(self, fd: int, data) -> None:
+        """Sequential write (on a file from `create`)."""
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            if n <= 0:  # pragma: no cover - the kernel raises ENOSPC instead in practice
+                raise OSError(errno.ENOSPC, "short write")
+            view = view[n:]
+
+    def pwrite(self, fd: int, data, offset: int) -> None:
+        """Write all of `data` at `offset`."""
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, offset)
+            if n <= 0:  # pragma: no cover
+                raise OSError(errno.ENOSPC, "short write")
+            view = view[n:]
+            offset += n
+
+    def fsync(self, fd: int) -> None:
+        """Make a file's data durable. fdatasync where available: it skips timestamps but
+        includes the file size, which is all an append-only file needs (etcd and SQLite on
+        Linux do the same); directories use `fsync_dir`."""
+        _datasync(fd)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def truncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.rename(src, dst)
+
+    def unlink(self, path: str) -> None:
+        os.unlink(path)
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    # -- the single-writer lock --------------------------------------------------------------
+
+    def lock(self, path: str) -> int:
+        """An exclusive `flock` on `path` (created if needed); raises BlockingIOError if held.
+
+        flock locks belong to the open file description, so a second open in the same process
+        conflicts too, and the kernel drops the lock when the process dies (SIGKILL included):
+        no stale lock files to clean up, unlike a pid file.
+        """
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    def unlock(self, fd: int) -> None:
+        os.close(fd)  # closing the description releases the flock
+
+
+def write_atomic(fs: RealFS, directory: str, name: str, data: bytes, *, sync: bool = True) -> None:
+    """Replace `directory/name` by `data` all at once: temp file, fsync, rename, directory fsync.
+
+    A crash at any step leaves either the old file or the new one under `name` (plus, at
+    worst, a `name.tmp` that recovery removes) — the recipe SQLite, LevelDB's CURRENT file and
+    etcd's snapshotter all use.
+    """
+    final = os.path.join(directory, name)
+    tmp = final + ".tmp"
+    fd = fs.create(tmp)
+    try:
+        fs.write(fd, data)
+        if sync:
+            fs.fsync(fd)
+    finally:
+        fs.close(fd)
+    fs.rename(tmp, final)
+    if sync:
+        fs.fsync_dir(directory)
