@@ -79,9 +79,12 @@ def run_once(scenario, seed: int | None = None, policy: str | None = None) -> tu
 
     t0 = time.perf_counter()
     sim = Simulation(scenario, seed=seed, policy=policy)
-    sim.run()
-    wall = time.perf_counter() - t0
-    return sim, result_document(sim, wall)
+    try:
+        sim.run()
+        wall = time.perf_counter() - t0
+        return sim, result_document(sim, wall)
+    finally:
+        sim.close()
 
 
 def _write_json(path: str, doc: dict) -> None:

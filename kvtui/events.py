@@ -66,6 +66,7 @@ class RouteDecided(Event):
     reason: str
     candidates: tuple[Candidate, ...]
     prompt_blocks: int
+    session: str
     kind: ClassVar[str] = "routed"
 
 

@@ -213,5 +213,7 @@ class Scenario:
     router: Router = field(default_factory=Router, metadata=doc("routing"))
     workload: Workload = field(default_factory=Workload, metadata=doc("what arrives"))
     events: tuple[ScriptedEvent, ...] = field(default=(), metadata=doc("scripted faults"))
-    metadata: Metadata = field(default_factory=Metadata, metadata=doc("control-plane store"))
+    metadata: Metadata | None = field(
+        default=None, metadata=doc("the WAL-backed control-plane store; absent = no store")
+    )
     until_s: float | None = field(default=None, metadata=doc("stop the simulation at this sim time", min=0))

@@ -29,6 +29,7 @@ from kvtui.events import (
     SimulationEnded,
 )
 from kvtui.scenario.model import Scenario, ScriptedEvent
+from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.latency import LinearModel, RooflineModel
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
@@ -120,7 +121,6 @@ class Simulation:
         self.routing_overhead = scenario.router.routing_overhead_ms / 1000.0
         self.index = KVIndex()
         self.metrics = Metrics()
-        self.bus.listen(self.index.on_event, KVIndex.EVENT_TYPES)
         self.bus.listen(self.metrics.on_event, Metrics.EVENT_TYPES)
 
         self.nodes: list[Node] = []
@@ -139,6 +139,13 @@ class Simulation:
         self.ended = False
         self._end_emitted = False
         self.last_decision: dict[str, Decision] = {}
+
+        self.control_plane: ControlPlane | None = None
+        if scenario.metadata is not None:
+            self.control_plane = ControlPlane(self, scenario.metadata)
+            self.bus.listen(self.control_plane.on_event, ControlPlane.EVENT_TYPES)
+        else:
+            self.bus.listen(self.index.on_event, KVIndex.EVENT_TYPES)
 
         self.workload = self._build_workload()
         self._pin_prefixes()
@@ -194,11 +201,23 @@ class Simulation:
         self.in_routing += 1
         if self.routing_overhead > 0:
             t = self.env.timeout(self.routing_overhead)
-            t.callbacks.append(lambda _ev, r=req: self._route(r))
+            t.callbacks.append(lambda _ev, r=req: self._route_or_hold(r))
         else:
-            self._route(req)
+            self._route_or_hold(req)
 
-    def _route(self, req: Request) -> None:
+    def _route_or_hold(self, req: Request) -> None:
+        cp = self.control_plane
+        if cp is not None and cp.down:
+            if cp.spec.while_down == "reject":
+                self.in_routing -= 1
+                self._reject(req, None, "control plane is recovering (while_down: reject)")
+            else:
+                cp.waiting.append(req)
+            return
+        self.route_now(req)
+
+    def route_now(self, req: Request) -> None:
+        """Decide and hand over to the node (the router is up)."""
         self.in_routing -= 1
         decision = self.policy.decide(req, self.view)
         self.last_decision[req.id] = decision
@@ -210,6 +229,7 @@ class Simulation:
             reason=decision.reason,
             candidates=decision.candidates,
             prompt_blocks=req.prompt_tokens // self.block_size,
+            session=req.session,
         )
         if decision.node is None:
             self._reject(req, None, decision.reason)
@@ -219,8 +239,13 @@ class Simulation:
         if problem is not None:
             self._reject(req, node.name, problem)
             return
-        self.sessions[req.session] = node.name
+        self._set_session(req.session, node.name)
         node.enqueue(req)
+
+    def _set_session(self, session: str, node: str) -> None:
+        self.sessions[session] = node
+        if self.control_plane is not None:
+            self.control_plane.store.route_session(session, node)
 
     def _reject(self, req: Request, node: str | None, reason: str) -> None:
         self.bus.emit(RequestRejected, request=req.id, node=node, reason=reason)
@@ -248,9 +273,6 @@ class Simulation:
             return
         lost_blocks = node.pool.used_count
         requests = node.go_down()
-        for s, n in list(self.sessions.items()):
-            if n == name:
-                del self.sessions[s]
         rerouted = tuple(r.id for r in requests) if in_flight == "reroute" else ()
         failed = tuple(r.id for r in requests) if in_flight != "reroute" else ()
         self.bus.emit(NodeDown, node=name, lost_blocks=lost_blocks, rerouted=rerouted, failed=failed)
@@ -272,9 +294,17 @@ class Simulation:
             blocks = node.pool.pin(keys, group)
             self.bus.emit(PrefixPinned, node=name, group=group, blocks=blocks)
 
-    def crash_control_plane(self) -> None:
-        """Filled in by the metadata store integration; without a store there is nothing to lose."""
-        return
+    def crash_control_plane(self) -> bool:
+        """Crash the control plane and start its recovery; False when there is no store."""
+        if self.control_plane is None:
+            return False
+        self.control_plane.crash()
+        return True
+
+    def close(self) -> None:
+        """Release the store (and its temporary directory, if it made one)."""
+        if self.control_plane is not None:
+            self.control_plane.close()
 
     # ------------------------------------------------------------------ driving
     @property
@@ -282,6 +312,7 @@ class Simulation:
         return self.env.now
 
     def in_flight(self) -> int:
+        """Requests arrived and not yet over: being routed, held by a recovering router, or on a node."""
         return self.in_routing + sum(n.active for n in self.nodes)
 
     def _advance(self) -> bool:
@@ -300,6 +331,8 @@ class Simulation:
             self.ended = True
             return False
         env.step()
+        if self.control_plane is not None:
+            self.control_plane.end_of_step()
         return True
 
     def step(self) -> Event | None:

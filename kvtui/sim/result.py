@@ -11,8 +11,8 @@ def result_document(sim, wall_time_s: float) -> dict:
     """Everything a notebook needs about a finished run, as plain JSON-able values."""
     m = sim.metrics
     sim_time = sim.now
-    store = getattr(sim, "store", None)
-    wal = store.counters() if store is not None else {"records": 0, "bytes": 0, "snapshots": 0, "recoveries": 0}
+    cp = sim.control_plane
+    wal = cp.counters() if cp is not None else {"records": 0, "bytes": 0, "snapshots": 0, "recoveries": 0}
     return {
         "kvtui_version": __version__,
         "schema_version": RESULT_SCHEMA_VERSION,

@@ -32,6 +32,14 @@ class KVIndex:
         elif isinstance(ev, NodeCacheCleared):
             self.clear(ev.node)
 
+    def reset(self, where: dict[int, Iterable[str]]) -> None:
+        """Replace the whole index (after the control plane recovered it from its log)."""
+        self._where = {k: set(nodes) for k, nodes in where.items() if nodes}
+        self._count = {}
+        for nodes in self._where.values():
+            for n in nodes:
+                self._count[n] = self._count.get(n, 0) + 1
+
     def add(self, node: str, keys: Iterable[int]) -> None:
         where = self._where
         n = 0

@@ -1,0 +1,155 @@
+"""The control plane: the router's metadata, kept durable in the WAL-backed store.
+
+What the router knows — which node caches which block keys (the KV index), which session
+lives on which node, which nodes are registered and up — is written to a `MetadataStore` as
+the simulation runs, and the in-memory index and session table are what the store says. The
+nodes keep serving through a control-plane crash (the data plane does not depend on it):
+
+- `crash()` drops the in-memory state (the store's memory, the KV index, the session table),
+  reopens the log and replays it, checks that the recovered digest equals the digest of the
+  last acknowledged record, and rebuilds the index and session table from the recovered state.
+- Recovery takes simulated time derived from what was replayed (`RECOVERY_BASE_S` plus
+  `RECOVERY_S_PER_RECORD` per record), never from the wall clock, so runs stay reproducible.
+- While it recovers the router cannot route: arriving requests wait and are routed when it is
+  back (`while_down: wait`), or are rejected (`while_down: reject`); either shows in the
+  latency figures. KV events published meanwhile are held, as a durable event stream (NATS
+  JetStream in Dynamo) would hold them, and applied after the replay.
+
+Acknowledgement: the engine flushes the store at the end of every engine step that wrote
+records (one write, plus an fsync under the `batch` policy), so a crash, which happens between
+steps, loses nothing acknowledged and the digests must match.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from typing import TYPE_CHECKING
+
+from kvtui.events import (
+    BlocksEvicted,
+    BlocksStored,
+    ControlPlaneCrashed,
+    ControlPlaneRecovered,
+    Event,
+    NodeCacheCleared,
+    NodeDown,
+    NodeUp,
+)
+from kvtui.scenario.model import Metadata
+from kvtui.store.metadata import MetadataStore
+
+if TYPE_CHECKING:
+    from kvtui.sim.engine import Simulation
+    from kvtui.sim.request import Request
+
+# A restart costs a fixed part (process start, opening the log) plus replay. The replay rate
+# is the store's measured recovery speed on this kind of machine, ~0.7 M ops/s
+# (benchmarks/wal_bench.py), rounded to 1.5 us per record.
+RECOVERY_BASE_S = 0.25
+RECOVERY_S_PER_RECORD = 1.5e-6
+
+
+class ControlPlane:
+    EVENT_TYPES = (BlocksStored, BlocksEvicted, NodeCacheCleared, NodeUp, NodeDown)
+
+    def __init__(self, sim: "Simulation", spec: Metadata):
+        self.sim = sim
+        self.spec = spec
+        self._tmp = None
+        directory = spec.dir
+        if directory is None:
+            self._tmp = tempfile.mkdtemp(prefix="kvtui-wal-")
+            directory = self._tmp
+        self.directory = directory
+        self.store = MetadataStore.open(directory, fsync=spec.fsync, snapshot_every=spec.snapshot_every)
+        self.down = False
+        self.held_events: list[Event] = []
+        self.waiting: list["Request"] = []
+        self.crashes = 0
+        for node in sim.nodes:
+            self.store.register_node(node.name, node.pool.num_blocks)
+        self.store.flush()
+
+    # ------------------------------------------------------------------ recording
+    def on_event(self, ev: Event) -> None:
+        if self.down:
+            self.held_events.append(ev)
+            return
+        self._apply(ev)
+
+    def _apply(self, ev: Event) -> None:
+        store, index = self.store, self.sim.index
+        kind = type(ev)
+        if kind is BlocksStored:
+            store.blocks_stored(ev.node, ev.keys, ev.group)
+            index.add(ev.node, ev.keys)
+        elif kind is BlocksEvicted:
+            store.blocks_evicted(ev.node, ev.keys)
+            index.remove(ev.node, ev.keys)
+        elif kind is NodeCacheCleared:
+            store.node_cleared(ev.node)
+            index.clear(ev.node)
+        elif kind is NodeDown:
+            store.set_node_up(ev.node, False)
+        elif kind is NodeUp:
+            store.set_node_up(ev.node, True)
+
+    def end_of_step(self) -> None:
+        """Acknowledge what this engine step wrote (the `batch` policy's group commit)."""
+        if not self.down and self.store.pending_records:
+            self.store.flush()
+
+    # ------------------------------------------------------------------ crash and recovery
+    def crash(self) -> None:
+        if self.down:
+            return
+        sim = self.sim
+        self.store.flush()  # a no-op between steps: everything is already acknowledged
+        digest_before = self.store.digest()
+        records = self.store.wal_stats()["records"]
+        self.store.crash()
+        sim.index.reset({})
+        sim.sessions.clear()
+        self.down = True
+        self.crashes += 1
+        sim.bus.emit(ControlPlaneCrashed, records=records, digest=digest_before)
+        report = self.store.recover()
+        downtime = RECOVERY_BASE_S + RECOVERY_S_PER_RECORD * report.records_replayed
+        timer = sim.env.timeout(downtime)
+        timer.callbacks.append(lambda _ev: self._recovered(digest_before, report, downtime))
+
+    def _recovered(self, digest_before: str, report, downtime: float) -> None:
+        """Replay is done: rebuild the router's view, catch up on held KV events, route."""
+        sim = self.sim
+        state = self.store.state()
+        digest_after = self.store.digest()
+        sim.index.reset({key: nodes for key, (nodes, _group) in state["entries"].items()})
+        sim.sessions.update(state["sessions"])
+        self.down = False
+        held, self.held_events = self.held_events, []
+        for ev in held:
+            self._apply(ev)
+        sim.bus.emit(
+            ControlPlaneRecovered,
+            records=report.records_replayed,
+            digest_before=digest_before,
+            digest_after=digest_after,
+            downtime=downtime,
+            report=report.as_items() + (("held_events_applied", len(held)),),
+        )
+        waiting, self.waiting = self.waiting, []
+        for req in waiting:
+            sim.route_now(req)
+
+    # ------------------------------------------------------------------ lifecycle
+    def counters(self) -> dict:
+        return self.store.wal_stats()
+
+    def close(self) -> None:
+        try:
+            self.store.close()
+        finally:
+            if self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
