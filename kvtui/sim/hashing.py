@@ -6,9 +6,9 @@ multimodal ids, which kvtui does not model). Chaining makes a key stand for the 
 to and including that block, so "the longest run of leading blocks whose keys are cached" is
 exactly the reusable prefix. A partial last block is never keyed.
 
-vLLM hashes with sha256 (or the builtin hash) for collision resistance across processes; kvtui
-uses 64-bit BLAKE2b for the same reason (Python's own hash of bytes is salted per process,
-which would break determinism and the on-disk store).
+vLLM hashes with sha256 (or the builtin hash). kvtui's keys must be stable across processes
+(Python's own hash of bytes is salted per process, which would break determinism and the
+on-disk store), so they are computed from fixed arithmetic: see `chain_keys`.
 """
 
 from __future__ import annotations
@@ -29,16 +29,51 @@ def _digest(parent: int | None, payload: bytes) -> int:
     return _U64.unpack(h.digest())[0]
 
 
+_M64 = 0xFFFFFFFFFFFFFFFF
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _splitmix(x: int) -> int:
+    """splitmix64's finaliser: a cheap bijective mix of a 64-bit integer."""
+    x = (x + _GOLDEN) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _position_weights(n: int) -> np.ndarray:
+    """Fixed odd 64-bit multipliers, one per position in a block (a constant table, not RNG)."""
+    return np.array([_splitmix(i + 1) | 1 for i in range(n)], dtype=np.uint64)
+
+
+_WEIGHTS: dict[int, np.ndarray] = {}
+_ROOT_KEY = _splitmix(int.from_bytes(hashlib.blake2b(_ROOT, digest_size=8).digest(), "little"))
+
+
 def chain_keys(tokens: np.ndarray, block_size: int, parent: int | None = None) -> list[int]:
-    """Keys of every full block of `tokens` (int32 ids), chained from `parent`."""
-    data = np.ascontiguousarray(tokens, dtype=np.int32)
+    """Keys of every full block of `tokens` (int32 ids), chained from `parent`.
+
+    A block's content hash is a weighted sum of its mixed token ids (vectorised over all
+    blocks at once); its key mixes that with the parent's key. It is a 64-bit non-cryptographic
+    hash: vLLM uses sha256 to resist deliberate collisions between tenants, which a simulation
+    with generated token ids does not need, and this is ~5x cheaper per block than BLAKE2b.
+    """
+    data = np.asarray(tokens)
     full = len(data) // block_size
+    if full == 0:
+        return []
+    weights = _WEIGHTS.get(block_size)
+    if weights is None:
+        weights = _WEIGHTS[block_size] = _position_weights(block_size)
+    x = data[: full * block_size].astype(np.uint64).reshape(full, block_size)
+    x = (x + np.uint64(_GOLDEN)) * np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(29)
+    content = (x * weights).sum(axis=1, dtype=np.uint64).tolist()
+    key = _ROOT_KEY if parent is None else parent
     keys: list[int] = []
-    raw = data[: full * block_size].tobytes()
-    step = block_size * 4
-    for i in range(full):
-        parent = _digest(parent, raw[i * step : (i + 1) * step])
-        keys.append(parent)
+    for h in content:
+        key = _splitmix(key ^ h)
+        keys.append(key)
     return keys
 
 

@@ -389,13 +389,16 @@ class Node:
                     self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now - req.arrival)
                 if req.generated >= req.output_tokens:
                     finished.append(req)
+        name = self.name
         for req in plan.decode:
-            if req.node != self.name:
+            if req.node != name:
                 continue
             before = req.computed // bs
             req.computed += done
             req.generated += done
-            pool.cache_full_blocks(req.blocks, req.block_keys, before, req.computed // bs, req.id, req.group)
+            after = req.computed // bs
+            if after > before:
+                pool.cache_full_blocks(req.blocks, req.block_keys, before, after, req.id, req.group)
             if req.generated >= req.output_tokens:
                 finished.append(req)
         used = pool.used_count
