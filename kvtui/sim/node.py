@@ -94,6 +94,7 @@ class Node:
         self._wake: simpy.Event | None = None
         self._up_event: simpy.Event | None = None
         self._busy = False
+        self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
         self.process = self.env.process(self._loop())
 
     # ------------------------------------------------------------------ views
@@ -262,8 +263,11 @@ class Node:
         if not preempted:
             while self.waiting and budget > 0 and len(running) < self.max_num_seqs:
                 req = self.waiting[0]
+                if self._blocked == (req, pool.version, budget):
+                    break  # nothing in the pool changed since it last failed to fit
                 n = self._admit_from_queue(req, budget)
                 if n is None:
+                    self._blocked = (req, pool.version, budget)
                     break
                 budget -= n
                 plan.prefill.append((req, n))
