@@ -64,6 +64,7 @@ class BlockPool:
         self.on_stored = on_stored
         self.on_evicted = on_evicted
         self.evicted_total = 0
+        self.version = 0
         self.reset()
 
     def reset(self) -> None:
@@ -75,7 +76,7 @@ class BlockPool:
         self.pinned: set[int] = set()
         self.free_queue: OrderedDict[int, None] = OrderedDict.fromkeys(range(n))
         self.cached: dict[int, int] = {}  # key -> block id
-        self.version = 0  # bumped on every change, so views can cache their rendering
+        self.version += 1  # bumped on every change (never reset), so views can cache their rendering
 
     # ---------------------------------------------------------------- read-only figures
     @property

@@ -35,7 +35,7 @@ from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
 from kvtui.sim.profiles import HARDWARE, MODELS, derived_kv_blocks
 from kvtui.sim.request import Request
-from kvtui.sim.router.base import ClusterView, Decision
+from kvtui.sim.router.base import ClusterView
 from kvtui.sim.router.kv_index import KVIndex
 from kvtui.sim.router.registry import make_policy
 
@@ -138,7 +138,6 @@ class Simulation:
         self.in_routing = 0
         self.ended = False
         self._end_emitted = False
-        self.last_decision: dict[str, Decision] = {}
 
         self.control_plane: ControlPlane | None = None
         if scenario.metadata is not None:
@@ -148,7 +147,7 @@ class Simulation:
             self.bus.listen(self.index.on_event, KVIndex.EVENT_TYPES)
 
         self.workload = self._build_workload()
-        self._pin_prefixes()
+        self.env.process(self._pin_prefixes())
         self.workload.start(self.env, self.submit)
         for ev in scenario.events:
             self.env.process(self._scripted(ev))
@@ -165,7 +164,10 @@ class Simulation:
 
         return SyntheticWorkload(w, self.block_size, self.workload_rng)
 
-    def _pin_prefixes(self) -> None:
+    def _pin_prefixes(self):
+        """Preload pinned system prompts at t=0, as the run's first events (a simpy process, so
+        that everyone who subscribed after construction sees them). Its process starts before
+        the workload's, so no request is routed before the pins exist."""
         for group in self.scenario.workload.groups if self.scenario.workload.trace is None else ():
             if not group.pin_on:
                 continue
@@ -174,6 +176,7 @@ class Simulation:
                 node = self.node_by_name[name]
                 blocks = node.pin(group.name, keys)
                 self.bus.emit(PrefixPinned, node=name, group=group.name, blocks=blocks)
+        yield self.env.timeout(0)  # a process must be a generator
 
     # ------------------------------------------------------------------ listeners
     def subscribe(self, fn: Listener, types: tuple[type[Event], ...] | None = None) -> None:
@@ -220,7 +223,6 @@ class Simulation:
         """Decide and hand over to the node (the router is up)."""
         self.in_routing -= 1
         decision = self.policy.decide(req, self.view)
-        self.last_decision[req.id] = decision
         self.bus.emit(
             RouteDecided,
             request=req.id,

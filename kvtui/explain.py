@@ -1,0 +1,462 @@
+"""Events in words: what an event did and why, with the numbers.
+
+Pure text, no Textual or Rich: the app's explanation panel, its logs and any headless tool
+(a notebook, a test, `kvtui record`) use the same sentences.
+
+- `summary(event)` is one short line for a log.
+- `explain(event, sim, history)` is a few sentences for the teaching panel. It reads the event's
+  own fields first; `history` (a `History` subscribed to the same run) adds what earlier events
+  said about the request (prompt size, turn, session), and `sim` adds static facts (block
+  size, policy, node capacity). Nothing here changes the simulation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from kvtui.events import (
+    BatchStepped,
+    BlocksEvicted,
+    BlocksStored,
+    Candidate,
+    ControlPlaneCrashed,
+    ControlPlaneRecovered,
+    Event,
+    FirstToken,
+    NodeCacheCleared,
+    NodeDown,
+    NodeUp,
+    PrefixPinned,
+    RequestArrived,
+    RequestCompleted,
+    RequestPreempted,
+    RequestQueued,
+    RequestRejected,
+    RequestScheduled,
+    RouteDecided,
+    SimulationEnded,
+)
+
+if TYPE_CHECKING:
+    from kvtui.sim.engine import Simulation
+
+__all__ = ["History", "RequestInfo", "explain", "summary", "fmt_int", "fmt_ms"]
+
+
+# ---------------------------------------------------------------------- number formatting
+def fmt_int(n: float) -> str:
+    """1200 -> '1,200'."""
+    return f"{int(round(n)):,}"
+
+
+def fmt_ms(seconds: float) -> str:
+    """A duration in seconds, shown in ms below 10 s and in s above."""
+    ms = seconds * 1000.0
+    if ms < 10:
+        return f"{ms:.2f} ms"
+    if ms < 10_000:
+        return f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.1f} ms"
+    return f"{seconds:,.1f} s"
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{fmt_int(n)} {word if n == 1 else (plural or word + 's')}"
+
+
+def _names(items: Iterable[str], limit: int = 4) -> str:
+    items = list(items)
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
+
+
+def _and_list(parts: list[str]) -> str:
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return parts[0]
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+# ---------------------------------------------------------------------- memory of the run
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    request: str
+    session: str
+    group: str
+    turn: int
+    prompt_tokens: int
+    output_tokens: int
+
+
+class History:
+    """What earlier events said about each request, so later events can be explained.
+
+    Subscribe `on_event` to the simulation. Bounded: it forgets the oldest requests beyond
+    `keep` (a long run does not grow memory without end).
+    """
+
+    def __init__(self, keep: int = 50_000):
+        self.keep = keep
+        self.requests: OrderedDict[str, RequestInfo] = OrderedDict()
+        self.scheduled: OrderedDict[str, RequestScheduled] = OrderedDict()
+
+    def on_event(self, ev: Event) -> None:
+        if isinstance(ev, RequestArrived):
+            self.requests[ev.request] = RequestInfo(
+                ev.request, ev.session, ev.group, ev.turn, ev.prompt_tokens, ev.output_tokens
+            )
+            if len(self.requests) > self.keep:
+                self.requests.popitem(last=False)
+        elif isinstance(ev, RequestScheduled):
+            self.scheduled[ev.request] = ev
+            self.scheduled.move_to_end(ev.request)
+            if len(self.scheduled) > self.keep:
+                self.scheduled.popitem(last=False)
+
+    def request(self, name: str) -> RequestInfo | None:
+        return self.requests.get(name)
+
+
+# ---------------------------------------------------------------------- one-line summaries
+def summary(ev: Event) -> str:
+    """One short line for a log (no explanation, just what happened)."""
+    if isinstance(ev, RouteDecided):
+        where = ev.node or "nobody"
+        return f"{ev.request} -> {where}: {ev.reason}"
+    if isinstance(ev, RequestRejected):
+        return f"REJECT {ev.request}{' at ' + ev.node if ev.node else ''}: {ev.reason}"
+    if isinstance(ev, BlocksEvicted):
+        groups = Counter(ev.groups)
+        whose = ", ".join(f"{g or '?'} x{n}" for g, n in groups.most_common())
+        return f"EVICT {ev.node}: {_plural(len(ev.keys), 'block')} ({whose}) for {ev.for_request}"
+    if isinstance(ev, RequestPreempted):
+        return f"PREEMPT {ev.node}: {ev.request} ({_plural(ev.freed_blocks, 'block')} freed) for {ev.needed_by}"
+    if isinstance(ev, NodeDown):
+        moved = f", {len(ev.rerouted)} re-routed" if ev.rerouted else ""
+        failed = f", {len(ev.failed)} failed" if ev.failed else ""
+        return f"DOWN {ev.node}: {_plural(ev.lost_blocks, 'block')} in use lost{moved}{failed}"
+    if isinstance(ev, NodeUp):
+        return f"UP {ev.node}: back with {ev.kv_blocks} empty blocks"
+    if isinstance(ev, NodeCacheCleared):
+        return f"CLEARED {ev.node}: {ev.keys} cached keys dropped"
+    if isinstance(ev, PrefixPinned):
+        return f"PIN {ev.node}: {_plural(ev.blocks, 'block')} of {ev.group}'s system prompt"
+    if isinstance(ev, ControlPlaneCrashed):
+        return f"CRASH control plane after {ev.records} WAL records"
+    if isinstance(ev, ControlPlaneRecovered):
+        same = "state matches" if ev.digest_before == ev.digest_after else "STATE DIFFERS"
+        return f"RECOVERED control plane: {ev.records} records replayed, {same}"
+    if isinstance(ev, SimulationEnded):
+        return f"END {ev.reason}"
+    if isinstance(ev, RequestArrived):
+        return f"{ev.request} arrives ({ev.group}, turn {ev.turn}, {fmt_int(ev.prompt_tokens)}+{fmt_int(ev.output_tokens)} tokens)"
+    if isinstance(ev, RequestQueued):
+        return f"{ev.request} queued on {ev.node} ({ev.waiting} waiting)"
+    if isinstance(ev, RequestScheduled):
+        what = "resumes" if ev.resumed else "starts"
+        return f"{ev.node} {what} {ev.request}: {ev.hit_blocks}/{ev.prompt_blocks} cached, {ev.new_blocks} new blocks"
+    if isinstance(ev, BlocksStored):
+        return f"{ev.node} caches {len(ev.keys)} blocks of {ev.request} ({ev.group})"
+    if isinstance(ev, FirstToken):
+        return f"{ev.request} first token on {ev.node} after {fmt_ms(ev.ttft)}"
+    if isinstance(ev, RequestCompleted):
+        return f"{ev.request} done on {ev.node}: TTFT {fmt_ms(ev.ttft)}, E2E {fmt_ms(ev.e2e)} ({ev.hit})"
+    if isinstance(ev, BatchStepped):
+        return (
+            f"{ev.node} ran {ev.iterations} iteration{'s' if ev.iterations != 1 else ''} "
+            f"({ev.running} running, {ev.waiting} waiting, {ev.used_blocks} blocks used)"
+        )
+    return ev.kind
+
+
+# ---------------------------------------------------------------------- explanations
+def _block_size(sim: "Simulation | None") -> int:
+    return getattr(sim, "block_size", 16) if sim is not None else 16
+
+
+def _capacity(sim: "Simulation | None", node: str | None) -> int | None:
+    if sim is None or node is None:
+        return None
+    n = getattr(sim, "node_by_name", {}).get(node)
+    return n.pool.num_blocks if n is not None else None
+
+
+def _prompt_phrase(req: str, info: RequestInfo | None, prompt_blocks: int, bs: int) -> str:
+    if info is not None:
+        turn = f" (turn {info.turn} of session {info.session}, group {info.group})" if info.turn > 1 else f" (group {info.group})"
+        return f"{req}{turn} has {fmt_int(info.prompt_tokens)} prompt tokens = {_plural(prompt_blocks, 'full block')} of {bs}."
+    return f"{req} has {_plural(prompt_blocks, 'full prompt block')} of {bs} tokens."
+
+
+def _holdings(cands: tuple[Candidate, ...], total: int) -> str:
+    """'node-a holds the first 53 of them, node-b 10, node-c none'."""
+    parts = []
+    first = True
+    for c in cands:
+        p = int(c.feature("prefix"))
+        if p <= 0:
+            held = "none"
+        elif total and p >= total:
+            held = "all of them" if first else "all"
+        else:
+            held = f"the first {fmt_int(p)} of them" if first else f"the first {fmt_int(p)}"
+        parts.append(f"{c.node} {'holds ' if first else ''}{held}")
+        first = False
+    return _and_list(parts)
+
+
+def _explain_route(ev: RouteDecided, sim, history: History | None) -> str:
+    bs = _block_size(sim)
+    info = history.request(ev.request) if history else None
+    total = ev.prompt_blocks
+    out = [_prompt_phrase(ev.request, info, total, bs)]
+    cands = ev.candidates
+    has_prefix = any(c.feature("prefix") > 0 for c in cands)
+    if cands:
+        if has_prefix:
+            out.append(_holdings(cands, total) + ".")
+        elif total:
+            out.append("No node holds any of them.")
+        out_of = [c for c in cands if not c.eligible]
+        if out_of:
+            out.append(
+                "Not eligible: " + "; ".join(f"{c.node} ({c.note or 'refuses'})" for c in out_of) + "."
+            )
+    if ev.node is None:
+        out.append(f"No node can take it, so {ev.policy} rejects it.")
+        return " ".join(out)
+    chosen = next((c for c in cands if c.node == ev.node), None)
+    load = ""
+    if chosen is not None:
+        load = (
+            f" {ev.node} has {fmt_int(chosen.feature('active'))} active "
+            f"({fmt_int(chosen.feature('waiting'))} waiting) and {fmt_int(chosen.feature('free'))} free blocks."
+        )
+    reason = ev.reason
+    out.append(f"So {ev.policy} routes to {ev.node}: {reason}.{load}")
+    if chosen is not None and total:
+        p = int(chosen.feature("prefix"))
+        if p >= total:
+            out.append("Only the tokens after the last full block need prefill.")
+        elif p > 0:
+            out.append(f"It must prefill {_plural(total - p, 'block')} ({fmt_int((total - p) * bs)} tokens) that no cache holds there.")
+        else:
+            out.append("It must prefill the whole prompt.")
+    return " ".join(out)
+
+
+def _explain_rejected(ev: RequestRejected, sim, history: History | None) -> str:
+    info = history.request(ev.request) if history else None
+    size = ""
+    if info is not None:
+        size = f" ({fmt_int(info.prompt_tokens)} prompt + {fmt_int(info.output_tokens)} output tokens)"
+    reason = ev.reason
+    if ev.node is None:
+        head = f"{ev.request}{size} is rejected by the router: {reason}."
+    else:
+        head = f"{ev.request}{size} is rejected at {ev.node}: {reason}."
+    if "can hold at most" in reason:
+        why = "It could never fit that node's KV cache, so admission control refuses it at once instead of letting it wait forever."
+    elif "max_active" in reason or "queue full" in reason or "max_queue" in reason:
+        why = "Admission control caps the load a node accepts, so a burst is refused with a reason instead of growing the queue (and everyone's TTFT) without bound."
+    elif "control plane" in reason:
+        why = "The router has no metadata while it replays its log, and this scenario rejects rather than waits."
+    elif "down" in reason:
+        why = "The node is down, and no other node could take the request."
+    elif "no node" in reason:
+        why = "Every node refused it for the reasons listed."
+    else:
+        why = "Admission control refused it."
+    return f"{head} {why}"
+
+
+def _explain_evicted(ev: BlocksEvicted, sim, history: History | None) -> str:
+    groups = Counter(ev.groups)
+    whose = _and_list([f"{_plural(n, 'block')} of group {g or '?'}" for g, n in groups.most_common()])
+    n = len(ev.keys)
+    out = [
+        f"{ev.node} needed blocks for {ev.for_request}. Allocation takes the least recently used free "
+        f"blocks first, and {fmt_int(n)} of them still held cached data, so "
+        f"{'it is' if n == 1 else 'they are'} evicted: {whose}."
+    ]
+    sched = history.scheduled.get(ev.for_request) if history else None
+    if sched is not None and sched.seq > ev.seq and sched.node == ev.node:
+        out.append(
+            f"{ev.for_request} reused {sched.hit_blocks} cached blocks and needed {sched.new_blocks} new ones."
+        )
+    out.append(
+        "Idle blocks are freed tail first, so a prefix loses its end before its head; "
+        "a later request with that prefix must recompute what was evicted."
+    )
+    return " ".join(out)
+
+
+def _explain_preempted(ev: RequestPreempted, sim, history: History | None) -> str:
+    if ev.needed_by == ev.request:
+        who = f"{ev.request} needed another block and nothing was left to take, so it preempted itself"
+    else:
+        who = (
+            f"{ev.needed_by} needed another block to keep going, so the scheduler preempted "
+            f"{ev.request}, the most recently admitted request"
+        )
+    return (
+        f"{ev.node} ran out of free blocks: {who}. Its {_plural(ev.freed_blocks, 'block')} are freed and "
+        f"its {fmt_int(ev.tokens_done)} computed tokens will be recomputed when it is scheduled again "
+        f"(vLLM recompute preemption; it goes back to the front of the queue)."
+    )
+
+
+def _explain_scheduled(ev: RequestScheduled, sim, history: History | None) -> str:
+    bs = _block_size(sim)
+    what = "resumes" if ev.resumed else "starts"
+    out = [f"{ev.node} {what} {ev.request}."]
+    if ev.prompt_blocks:
+        if ev.hit_blocks:
+            out.append(
+                f"{ev.hit_blocks} of its {ev.prompt_blocks} prompt blocks were already cached "
+                f"({fmt_int(ev.cached_tokens)} tokens skip prefill)."
+            )
+        else:
+            out.append(f"None of its {ev.prompt_blocks} prompt blocks was cached here.")
+    out.append(f"It takes {_plural(ev.new_blocks, 'new block')}, leaving {fmt_int(ev.free_blocks)} free (empty or cached-idle).")
+    if ev.resumed:
+        out.append("After a preemption the work is recomputed, minus whatever prefix is still cached.")
+    return " ".join(out)
+
+
+def _explain_node_down(ev: NodeDown, sim, history: History | None) -> str:
+    out = [f"{ev.node} fails: its GPU memory is gone, with {_plural(ev.lost_blocks, 'block')} in use and every cached prefix."]
+    if ev.rerouted:
+        out.append(f"{_plural(len(ev.rerouted), 'in-flight request')} ({_names(ev.rerouted)}) go back to the router and start over elsewhere.")
+    if ev.failed:
+        out.append(f"{_plural(len(ev.failed), 'in-flight request')} ({_names(ev.failed)}) fail.")
+    if not ev.rerouted and not ev.failed:
+        out.append("It had no requests in flight.")
+    out.append(f"The KV index forgets {ev.node}'s blocks, so prefix routing stops sending work there.")
+    return " ".join(out)
+
+
+def _explain_recovered(ev: ControlPlaneRecovered) -> str:
+    same = ev.digest_before == ev.digest_after
+    out = [
+        f"The control plane recovered by replaying {_plural(ev.records, 'WAL record')} in {fmt_ms(ev.downtime)} of downtime.",
+        f"State digest before the crash {ev.digest_before[:12]}, after recovery {ev.digest_after[:12]}: "
+        + ("identical, nothing acknowledged was lost." if same else "DIFFERENT: recovered state does not match."),
+    ]
+    rep = dict(ev.report)
+    facts = []
+    if rep.get("snapshot_used"):
+        facts.append(f"started from snapshot {rep['snapshot_used']}")
+    elif "snapshot_used" in rep:
+        facts.append("no snapshot yet, so the whole log was replayed")
+    if rep.get("frames_replayed") is not None:
+        facts.append(f"{fmt_int(rep['frames_replayed'])} group commits")
+    if rep.get("bytes_replayed") is not None:
+        facts.append(f"{fmt_int(rep['bytes_replayed'])} bytes read")
+    if rep.get("bytes_truncated"):
+        facts.append(f"{fmt_int(rep['bytes_truncated'])} bytes of torn tail cut off")
+    if rep.get("damage"):
+        facts.append(f"damage found: {rep['damage']}")
+    if rep.get("held_events_applied"):
+        facts.append(f"{fmt_int(rep['held_events_applied'])} KV events held during the outage applied afterwards")
+    if facts:
+        out.append("Replay: " + "; ".join(facts) + ".")
+    out.append("Requests that arrived meanwhile waited (or were rejected) and are routed now.")
+    return " ".join(out)
+
+
+def explain(ev: Event | None, sim: "Simulation | None" = None, history: History | None = None) -> str:
+    """Say in words what `ev` did and why, with the numbers."""
+    if ev is None:
+        return "Nothing has happened yet. Press space to play, s to step one event, e/r/p to jump to the next eviction, rejection or preemption."
+    if isinstance(ev, RouteDecided):
+        return _explain_route(ev, sim, history)
+    if isinstance(ev, RequestRejected):
+        return _explain_rejected(ev, sim, history)
+    if isinstance(ev, BlocksEvicted):
+        return _explain_evicted(ev, sim, history)
+    if isinstance(ev, RequestPreempted):
+        return _explain_preempted(ev, sim, history)
+    if isinstance(ev, RequestScheduled):
+        return _explain_scheduled(ev, sim, history)
+    if isinstance(ev, NodeDown):
+        return _explain_node_down(ev, sim, history)
+    if isinstance(ev, RequestArrived):
+        bs = _block_size(sim)
+        turn = (
+            f"turn {ev.turn} of session {ev.session}: its prompt starts with the whole earlier conversation"
+            if ev.turn > 1
+            else f"the first turn of session {ev.session}"
+        )
+        return (
+            f"{ev.request} arrives from group {ev.group}, {turn}. It has {fmt_int(ev.prompt_tokens)} prompt tokens "
+            f"= {_plural(ev.prompt_tokens // bs, 'full block')} of {bs} (only full blocks can be cached) "
+            f"and asks for {fmt_int(ev.output_tokens)} output tokens."
+        )
+    if isinstance(ev, RequestQueued):
+        return f"{ev.request} waits in {ev.node}'s queue ({ev.waiting} waiting): the running batch has no room for it yet."
+    if isinstance(ev, BlocksStored):
+        last = ev.first_index + len(ev.keys) - 1
+        return (
+            f"{ev.node} caches {_plural(len(ev.keys), 'full block')} of {ev.request} (group {ev.group}, "
+            f"blocks {ev.first_index}-{last} of its sequence) under chained hash keys. A later request "
+            f"whose tokens start the same way finds them and skips their prefill."
+        )
+    if isinstance(ev, FirstToken):
+        return f"{ev.request} produces its first token on {ev.node}: TTFT {fmt_ms(ev.ttft)} (queueing + routing + uncached prefill)."
+    if isinstance(ev, RequestCompleted):
+        cached = (
+            f"{fmt_int(ev.cached_tokens)} of its {fmt_int(ev.prompt_tokens)} prompt tokens came from cache ({ev.hit} hit)"
+            if ev.cached_tokens
+            else f"none of its {fmt_int(ev.prompt_tokens)} prompt tokens came from cache (miss)"
+        )
+        pre = f" It was preempted {ev.preemptions} time(s)." if ev.preemptions else ""
+        return (
+            f"{ev.request} completes on {ev.node}: TTFT {fmt_ms(ev.ttft)}, TPOT {fmt_ms(ev.tpot)} per token over "
+            f"{fmt_int(ev.output_tokens)} tokens, end to end {fmt_ms(ev.e2e)}. {cached}.{pre} Its blocks stay cached "
+            f"(idle) until an allocation evicts them."
+        )
+    if isinstance(ev, BatchStepped):
+        work = []
+        if ev.prefill_tokens:
+            work.append(f"{fmt_int(ev.prefill_tokens)} prefill tokens")
+        if ev.decode_seqs:
+            work.append(f"{ev.decode_seqs} decoding sequence{'s' if ev.decode_seqs != 1 else ''}")
+        what = _and_list(work) or "no work"
+        its = f"{ev.iterations} iterations" if ev.iterations != 1 else "one iteration"
+        cap = _capacity(sim, ev.node)
+        used = f"{ev.used_blocks}/{cap}" if cap else str(ev.used_blocks)
+        return (
+            f"{ev.node} ran {its} of its continuous batch ({what}) in {fmt_ms(ev.duration)}. "
+            f"Now {ev.running} running, {ev.waiting} waiting, {used} blocks in use."
+        )
+    if isinstance(ev, NodeUp):
+        return f"{ev.node} is back with {_plural(ev.kv_blocks, 'empty block')}: its cache starts cold, so the first requests routed there miss."
+    if isinstance(ev, NodeCacheCleared):
+        return f"{ev.node}'s cache is cleared: {_plural(ev.keys, 'cached key')} dropped at once (vLLM's AllBlocksCleared KV event)."
+    if isinstance(ev, PrefixPinned):
+        return (
+            f"{ev.node} pins group {ev.group}'s system prompt: {_plural(ev.blocks, 'block')} preloaded and never evicted, "
+            f"so every {ev.group} request routed there hits at least that prefix."
+        )
+    if isinstance(ev, ControlPlaneCrashed):
+        return (
+            f"The control plane crashes after {_plural(ev.records, 'WAL record')} (state digest {ev.digest[:12]}). "
+            f"Its in-memory state is lost; it will recover by replaying its write-ahead log."
+        )
+    if isinstance(ev, ControlPlaneRecovered):
+        return _explain_recovered(ev)
+    if isinstance(ev, SimulationEnded):
+        tail = ""
+        if sim is not None:
+            m = sim.metrics
+            tail = (
+                f" {fmt_int(m.arrived)} requests arrived: {fmt_int(m.completed)} completed, {fmt_int(m.rejected)} rejected, "
+                f"{fmt_int(m.preempted)} preemptions, {fmt_int(m.evicted_blocks)} blocks evicted; "
+                f"request hit rate {m.request_hit_rate:.0%}."
+            )
+        return f"The run ends ({ev.reason}).{tail}"
+    return summary(ev)

@@ -1,0 +1,589 @@
+"""The Textual app: block maps, decision log, events, latency, and step-through teaching.
+
+`make_app(scenario, seed=, policy=, theme=)` is the one factory the CLI, the recorder and the
+tests share. The app changes the run only through explicit commands (step, play/pause, seek,
+restart, switch policy, take a node down / bring it back, crash the control plane); it reads
+everything else from the engine's state and event stream (through `Runner`).
+
+Play mode runs on a fixed frame timer: each frame advances the simulation by speed x elapsed
+wall time, but never for longer than a wall budget, so input is handled within a frame even
+when the cluster is big (the simulation then simply runs slower than asked, and the status
+line says "behind").
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections import deque
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Vertical
+from textual.screen import Screen
+from textual.theme import Theme
+from textual.widgets import Footer
+
+from kvtui.errors import InputError
+from kvtui.events import Event, RouteDecided
+from kvtui.scenario.model import Scenario
+from kvtui.sim.router.registry import POLICY_NAMES
+from kvtui.tui.commands import KvtuiCommands
+from kvtui.tui.runner import DEFAULT_SPEED, SEEK_KINDS, SPEEDS, Runner
+from kvtui.tui.screens.help import HelpScreen
+from kvtui.tui.screens.zoom import ZoomScreen
+from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, PREFERRED_ORDER, load_themes
+from kvtui.tui.widgets.block_map import BlockMap
+from kvtui.tui.widgets.candidates import CandidateTable
+from kvtui.tui.widgets.decision_log import DecisionLog
+from kvtui.tui.widgets.event_log import EventLog
+from kvtui.tui.widgets.explanation import Explanation
+from kvtui.tui.widgets.latency_panel import LatencyPanel
+from kvtui.tui.widgets.legend import Legend
+from kvtui.tui.widgets.log_list import LogList
+from kvtui.tui.widgets.status_bar import StatusBar
+from kvtui.tui.widgets.view_tabs import VIEWS, ViewTabs
+
+FPS = 20
+FRAME_BUDGET_S = 0.025  # most wall time a frame may spend advancing the simulation
+MIN_BUDGET_S = 0.004  # ... and the least, when drawing takes most of the frame period
+MAX_FRAME_GAP_S = 0.25  # a stalled frame never asks for more sim time than this x speed
+LOG_BATCH = 500  # most log lines added per frame (the logs keep 500; lines are formatted only when drawn)
+WIDE = 120  # columns from which every panel is shown at once
+SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
+FREEZE_EVERY_S = 1.0  # while playing, hide the simulation's long-lived objects from the GC this often
+
+NEXT = Binding.Group("Next")
+SPEED = Binding.Group("Speed", compact=True)
+NODE = Binding.Group("Node", compact=True)
+
+
+class MainScreen(Screen[None]):
+    """The default screen; it tells the app when the terminal changed size (the App's own
+    Resize handler stops the event before an `on_resize` of ours would see it)."""
+
+    def on_resize(self, _event) -> None:
+        apply = getattr(self.app, "_apply_size", None)
+        if apply is not None:
+            apply()
+
+
+class KvtuiApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "kvtui"
+    COMMANDS = App.COMMANDS | {KvtuiCommands}
+
+    BINDINGS = [
+        Binding("space", "toggle_play", "Play/Pause", id="play"),
+        Binding("s", "step", "Step", id="step"),
+        Binding("e", "seek('eviction')", "eviction", group=NEXT, id="next-eviction"),
+        Binding("r", "seek('rejection')", "rejection", group=NEXT, id="next-rejection"),
+        Binding("p", "seek('preemption')", "preemption", group=NEXT, id="next-preemption"),
+        Binding("f", "seek('failure')", "node failure", group=NEXT, show=False, id="next-failure"),
+        Binding("w", "seek('recovery')", "recovery", group=NEXT, show=False, id="next-recovery"),
+        Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+", group=SPEED, id="faster"),
+        Binding("minus", "speed(-1)", "Slower", key_display="-", group=SPEED, id="slower"),
+        Binding("left_square_bracket", "select_node(-1)", "prev node", key_display="[", group=NODE, id="prev-node"),
+        Binding("right_square_bracket", "select_node(1)", "next node", key_display="]", group=NODE, id="next-node"),
+        Binding("d", "toggle_node", "Down/Up", id="toggle-node"),
+        Binding("z", "zoom", "Zoom", id="zoom"),
+        Binding("R", "restart", "Restart", id="restart"),
+        Binding("o", "next_policy", "Policy", id="policy"),
+        Binding("c", "crash", "Crash CP", id="crash"),
+        Binding("t", "next_theme", "Theme", id="theme"),
+        Binding("v", "next_view", "View", id="view"),
+        Binding("question_mark", "help", "Help", key_display="?", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+
+    HELP_ROWS = [
+        ("space", "play / pause"),
+        ("s", "step one event (and explain it)"),
+        ("e", "jump to the next eviction"),
+        ("r", "jump to the next rejection"),
+        ("p", "jump to the next preemption"),
+        ("f", "jump to the next node failure"),
+        ("w", "jump to the next control-plane recovery (WAL replay)"),
+        ("+ / -", "faster / slower (sim seconds per wall second)"),
+        ("[ / ]", "select the previous / next node (or click its map)"),
+        ("d", "take the selected node down / bring it back"),
+        ("z", "zoom the selected node (or double-click it); escape: back"),
+        ("R", "restart the run with the same seed"),
+        ("o", "switch to the next routing policy (restarts the run)"),
+        ("c", "crash the control plane (it recovers from its log)"),
+        ("t", "next theme (dark, light, high-contrast)"),
+        ("v", "next lower panel on narrow screens"),
+        ("↑ ↓ pgup pgdn", "move in the focused log (tab: next); escape: follow"),
+        ("enter", "on a decision: show its candidates"),
+        ("ctrl+p", "command palette: every command by name"),
+        ("?", "this help"),
+        ("q", "quit"),
+    ]
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int | None = None,
+        policy: str | None = None,
+        theme: str | None = None,
+        themes: list[Theme] | None = None,
+        fps: int = FPS,
+    ):
+        self._kvtui_themes = themes if themes is not None else load_themes()
+        super().__init__()
+        for t in self._kvtui_themes:
+            self.register_theme(t)
+        if "dark" not in self.available_themes:
+            self.register_theme(
+                Theme(name="dark", primary="#5FAFFF", dark=True, variables=dict(DEFAULT_VARIABLES))
+            )
+        self.theme = theme or DEFAULT_THEME
+        self.runner = Runner(scenario, seed=seed, policy=policy)
+        self.fps = fps
+        self.playing = False
+        self.seeking: str | None = None
+        self.speed = DEFAULT_SPEED
+        self.behind = False
+        self.budget = FRAME_BUDGET_S
+        self.view = VIEWS[0][0]
+        self.selected_node: str | None = self.runner.node_names()[0] if self.runner.node_names() else None
+        self.highlight: Event | None = None
+        self.frame_times: deque[float] = deque(maxlen=600)
+        self._last_frame = time.perf_counter()
+        self._last_slow = 0.0
+        self._last_freeze = 0.0
+        self._shown_event_key = None
+        self._decision_shown = None
+
+    # ------------------------------------------------------------------ theme variables
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(DEFAULT_VARIABLES)
+
+    @property
+    def theme_cycle(self) -> list[str]:
+        names = [t.name for t in self._kvtui_themes] or ["dark"]
+        return sorted(names, key=lambda n: (PREFERRED_ORDER.index(n) if n in PREFERRED_ORDER else 99, n))
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Container(id="main"):
+            with Vertical(id="left"):
+                yield Legend(self.runner, id="legend")
+                yield BlockMap(self.runner, id="maps")
+                yield Explanation(id="why")
+                yield LatencyPanel(self.runner, id="latency-wide")
+            with Vertical(id="right"):
+                yield ViewTabs(id="tabs")
+                yield DecisionLog(id="decisions", classes="view")
+                yield CandidateTable(id="candidates", classes="view")
+                yield EventLog(id="events", classes="view")
+                yield LatencyPanel(self.runner, id="latency", classes="view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.maps = self.query_one("#maps", BlockMap)
+        self.decision_log = self.query_one("#decisions", DecisionLog)
+        self.event_log = self.query_one("#events", EventLog)
+        self.candidates = self.query_one("#candidates", CandidateTable)
+        self.why = self.query_one("#why", Explanation)
+        self.latency_panels = [self.query_one("#latency", LatencyPanel), self.query_one("#latency-wide", LatencyPanel)]
+        self.tabs = self.query_one("#tabs", ViewTabs)
+        self.maps.selected = self.selected_node
+        self._apply_size()
+        self._set_view(self.view)
+        self.refresh_panels(force=True)
+        if self.fps > 0:
+            self.set_interval(1 / self.fps, self._frame, name="frame")
+        self.call_after_refresh(_freeze_heap)
+
+    def on_unmount(self) -> None:
+        self.runner.close()
+        gc.unfreeze()  # hand the session's objects back to the collector (tests run many apps)
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(id="_default")
+
+    def _apply_size(self) -> None:
+        width, height = self.size
+        wide = width >= WIDE
+        changed = wide != self.has_class("-wide")
+        if hasattr(self, "maps"):
+            # Auto-height containers do not honour a child's max-height when sizing
+            # themselves, so the caps are set here instead of in app.tcss.
+            self.maps.max_rows = max(2, int(height * (0.7 if wide else 0.45)))
+            self.maps.refresh(layout=True)
+            if not wide:
+                self.why.styles.height = max(2, min(6, height // 5))
+            else:
+                self.why.styles.height = "auto"
+        self.set_class(wide, "-wide")
+        self.set_class(not wide, "-narrow")
+        if changed and hasattr(self, "latency_panels"):
+            self.latency_panel().rebind()
+
+    def _set_view(self, view: str) -> None:
+        self.view = view
+        for key, _ in VIEWS:
+            self.set_class(key == view, f"-view-{key}")
+        if hasattr(self, "tabs"):
+            self.tabs.set_active(view)
+
+    # ------------------------------------------------------------------ the frame
+    def _frame(self) -> None:
+        start = time.perf_counter()
+        gap = start - self._last_frame
+        elapsed = min(gap, MAX_FRAME_GAP_S)
+        self._last_frame = start
+        # Adapt the simulation's share of the frame: when frames arrive late, drawing (or the
+        # engine) is eating the period, so the next frame advances for less time and key
+        # presses still get their turn quickly.
+        period = 1 / self.fps if self.fps > 0 else 0.05
+        if gap > period * 1.25:
+            self.budget = max(MIN_BUDGET_S, self.budget * 0.7)
+        else:
+            self.budget = min(FRAME_BUDGET_S, self.budget * 1.1)
+        r = self.runner
+        if self.seeking is not None:
+            found = r.seek(SEEK_KINDS[self.seeking], self.budget)
+            if found is not False:
+                what = self.seeking
+                self.seeking = None
+                self.playing = False
+                if found is None:
+                    self.notify(f"No {what} before the end of the run.", title="Jump")
+                self._after_command()
+        elif self.playing:
+            if r.ended:
+                self.playing = False
+                r.current = r.last_emitted
+            else:
+                reached = r.advance(r.now + self.speed * elapsed, self.budget)
+                self.behind = not reached
+                if r.ended:
+                    self.playing = False
+                    r.current = r.last_emitted
+        else:
+            return
+        if start - self._last_freeze >= FREEZE_EVERY_S:
+            # Keep the collector's full passes small while the simulation grows its state
+            # (see _freeze_heap); the engine makes almost no cyclic garbage (~500 objects per
+            # simulated minute on big-cluster), and a restart or quit collects it anyway.
+            gc.freeze()
+            self._last_freeze = start
+        self.refresh_panels()
+        self.frame_times.append(time.perf_counter() - start)
+
+    # ------------------------------------------------------------------ drawing
+    def state_text(self) -> str:
+        if self.seeking is not None:
+            return f"seeking next {self.seeking}"
+        if self.runner.ended:
+            return "ended"
+        if self.playing:
+            return "playing (behind)" if self.behind else "playing"
+        return "paused"
+
+    def displayed_event(self) -> tuple[Event | None, str]:
+        r = self.runner
+        if self.highlight is not None:
+            return self.highlight, "selected"
+        if r.current is not None:
+            return r.current, ""
+        return r.last_interesting, "latest"
+
+    def refresh_panels(self, force: bool = False) -> None:
+        r = self.runner
+        sim = r.sim
+        for bar in self._status_bars():
+            bar.show(
+                scenario=r.scenario.name,
+                policy=r.policy,
+                seed=r.seed,
+                now=sim.now,
+                seq=r.position,
+                state=self.state_text(),
+                cp_down=r.control_plane_down,
+                speed=self.speed,
+                width=self.size.width,
+            )
+        self.maps.tick()
+        if isinstance(self.screen, ZoomScreen):
+            self.screen.tick()
+        now = time.perf_counter()
+        busy = self.playing or self.seeking is not None
+        # While playing, the text panels (logs, explanation, candidates, latency) move a few
+        # times a second: faster is unreadable and costs paint time the maps need.
+        if force or not busy or now - self._last_slow >= SLOW_PANEL_S:
+            self._last_slow = now
+            decisions, skipped = r.drain_decisions(LOG_BATCH)
+            self.decision_log.add(decisions, skipped)
+            events, skipped = r.drain_log(LOG_BATCH)
+            self.event_log.add(events, skipped)
+            ev, source = self.displayed_event()
+            self.why.show(ev, r.explain(ev), source)
+            self._show_candidates(ev)
+            self.latency_panel().tick()
+
+    def _show_candidates(self, ev: Event | None) -> None:
+        if not isinstance(ev, RouteDecided):
+            ev = self.decision_log.highlighted or (self.runner.decisions[-1] if self.runner.decisions else None)
+        self.candidates.show_decision(ev)
+
+    def latency_panel(self) -> LatencyPanel:
+        """The latency panel on show: a lower view when narrow, under the maps when wide."""
+        return self.latency_panels[1 if self.has_class("-wide") else 0]
+
+    def _status_bars(self) -> list[StatusBar]:
+        bars = list(self.screen.query(StatusBar))
+        if self.screen is not self.screen_stack[0]:
+            bars += list(self.screen_stack[0].query(StatusBar))
+        return bars
+
+    def _after_command(self) -> None:
+        """A command changed the run: show it now rather than at the next frame."""
+        self.highlight = None
+        self.refresh_panels(force=True)
+
+    # ------------------------------------------------------------------ log selection
+    def on_log_list_highlighted(self, message: LogList.Highlighted) -> None:
+        self.highlight = message.event
+        self.refresh_panels(force=True)
+
+    def on_log_list_chosen(self, message: LogList.Chosen) -> None:
+        if isinstance(message.event, RouteDecided) and not self.has_class("-wide"):
+            self._set_view("candidates")
+
+    def on_view_tabs_picked(self, message: ViewTabs.Picked) -> None:
+        self._set_view(message.view)
+
+    def on_block_map_node_clicked(self, message: BlockMap.NodeClicked) -> None:
+        self._select(message.node)
+        if message.double:
+            self.action_zoom()
+
+    # ------------------------------------------------------------------ actions
+    def action_toggle_play(self) -> None:
+        if self.seeking is not None:
+            self.seeking = None
+            self.playing = False
+        elif self.runner.ended:
+            self.playing = False
+            self.notify("The run has ended. R restarts it.", title="Play")
+        else:
+            self.playing = not self.playing
+            if self.playing:
+                self.runner.current = None
+                self._last_frame = time.perf_counter()
+            else:
+                self.runner.current = self.runner.last_interesting
+        self._unhighlight_logs()
+        self._after_command()
+
+    def action_step(self) -> None:
+        self.playing = False
+        self.seeking = None
+        ev = self.runner.step()
+        if ev is None:
+            self.notify("The run has ended. R restarts it.", title="Step")
+        self._unhighlight_logs()
+        self._after_command()
+
+    def action_seek(self, what: str) -> None:
+        if what not in SEEK_KINDS:
+            return
+        self.playing = False
+        if self.runner.ended:
+            self.notify(f"No {what} before the end of the run.", title="Jump")
+            return
+        # One budgeted attempt now (often enough); otherwise the frame timer keeps looking.
+        # Without a frame timer (headless recording, fps=0) the search runs to the end here.
+        budget = FRAME_BUDGET_S if self.fps > 0 else float("inf")
+        found = self.runner.seek(SEEK_KINDS[what], budget)
+        if found is False:
+            self.seeking = what
+        else:
+            self.seeking = None
+            if found is None:
+                self.notify(f"No {what} before the end of the run.", title="Jump")
+        self._unhighlight_logs()
+        self._after_command()
+
+    def action_speed(self, delta: int) -> None:
+        i = min(range(len(SPEEDS)), key=lambda j: abs(SPEEDS[j] - self.speed))
+        self.speed = SPEEDS[max(0, min(len(SPEEDS) - 1, i + delta))]
+        self._after_command()
+
+    def action_restart(self) -> None:
+        self._restart()
+
+    def _restart(self, policy: str | None = None) -> None:
+        self.playing = False
+        self.seeking = None
+        self.runner.restart(policy=policy)
+        _freeze_heap(thaw=True)
+        self.maps.rebind()
+        self.decision_log.clear()
+        self.event_log.clear()
+        self.candidates.show_decision(None)
+        for panel in self.latency_panels:
+            panel.rebind()
+        if isinstance(self.screen, ZoomScreen):
+            self.screen.rebind()
+        names = self.runner.node_names()
+        if self.selected_node not in names:
+            self._select(names[0] if names else None)
+        self._after_command()
+
+    def action_next_policy(self) -> None:
+        names = list(POLICY_NAMES)
+        cur = self.runner.policy
+        nxt = names[(names.index(cur) + 1) % len(names)] if cur in names else names[0]
+        self.set_policy(nxt)
+
+    def set_policy(self, name: str) -> None:
+        self._restart(policy=name)
+        self.notify(f"Policy {name}: the run restarted with seed {self.runner.seed}.", title="Policy")
+
+    def _select(self, name: str | None) -> None:
+        self.selected_node = name
+        self.maps.set_selected(name)
+
+    def action_select_node(self, delta: int) -> None:
+        names = self.runner.node_names()
+        if not names:
+            return
+        i = names.index(self.selected_node) if self.selected_node in names else 0
+        self._select(names[(i + delta) % len(names)])
+        self._after_command()
+
+    def action_toggle_node(self) -> None:
+        if self.selected_node is not None:
+            self.toggle_node(self.selected_node)
+
+    def toggle_node(self, name: str) -> None:
+        if self.runner.ended:
+            self.notify("The run has ended. R restarts it.", title="Node")
+            return
+        self.runner.toggle_node(name)
+        self._after_command()
+
+    def action_crash(self) -> None:
+        if self.runner.ended:
+            self.notify("The run has ended. R restarts it.", title="Control plane")
+            return
+        if not self.runner.has_store:
+            self.notify(
+                "This scenario has no `metadata` section, so the control plane keeps no log to "
+                "crash and recover (try scenarios/crash-recovery.yaml).",
+                title="Control plane",
+            )
+        elif self.runner.control_plane_down:
+            self.notify("The control plane is already recovering.", title="Control plane")
+        else:
+            self.runner.crash_control_plane()
+        self._after_command()
+
+    def action_next_theme(self) -> None:
+        names = self.theme_cycle
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+
+    def action_zoom(self) -> None:
+        if isinstance(self.screen, ZoomScreen):
+            self.pop_screen()
+            return
+        if self.selected_node is not None:
+            self.push_screen(ZoomScreen(self.runner, self.selected_node))
+            self.call_after_refresh(self.refresh_panels, True)
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(HelpScreen(self.HELP_ROWS))
+
+    def action_next_view(self) -> None:
+        keys = [k for k, _ in VIEWS]
+        self._set_view(keys[(keys.index(self.view) + 1) % len(keys)])
+
+    def _unhighlight_logs(self) -> None:
+        for log in (self.decision_log, self.event_log):
+            if log.cursor is not None:
+                log.cursor = None
+                log.refresh()
+        self.highlight = None
+
+    # ------------------------------------------------------------------ command palette
+    def palette_commands(self) -> list[tuple[str, str, object]]:
+        cmds: list[tuple[str, str, object]] = [
+            ("Play / pause", "space: run the simulation at the current speed, or stop it", self.action_toggle_play),
+            ("Step one event", "s: advance to the next event and explain it", self.action_step),
+            ("Jump to next eviction", "e", lambda: self.action_seek("eviction")),
+            ("Jump to next rejection", "r", lambda: self.action_seek("rejection")),
+            ("Jump to next preemption", "p", lambda: self.action_seek("preemption")),
+            ("Jump to next node failure", "f", lambda: self.action_seek("failure")),
+            ("Jump to next control-plane recovery", "w", lambda: self.action_seek("recovery")),
+            ("Faster", "+: more sim seconds per wall second", lambda: self.action_speed(1)),
+            ("Slower", "-", lambda: self.action_speed(-1)),
+            ("Restart (same seed)", "R", self.action_restart),
+            ("Crash the control plane", "c: it recovers from its write-ahead log", self.action_crash),
+            ("Next theme", "t", self.action_next_theme),
+            ("Next view (narrow screens)", "v", self.action_next_view),
+            ("Help", "?: every control and the block map's key", self.action_help),
+            ("Quit", "q", self.exit),
+        ]
+        for name in POLICY_NAMES:
+            cmds.append((f"Switch policy: {name}", "restarts the run with the same seed", lambda n=name: self.set_policy(n)))
+        for node in self.runner.sim.nodes:
+            verb = "Take {} down" if node.up else "Bring {} back up"
+            cmds.append((verb.format(node.name), "d on the selected node", lambda n=node.name: self.toggle_node(n)))
+            cmds.append((f"Zoom {node.name}", "z on the selected node", lambda n=node.name: self._zoom(n)))
+        for name in self.theme_cycle:
+            cmds.append((f"Theme: {name}", "t cycles", lambda n=name: setattr(self, "theme", n)))
+        return cmds
+
+    def _zoom(self, name: str) -> None:
+        self._select(name)
+        if isinstance(self.screen, ZoomScreen):
+            self.pop_screen()
+        self.action_zoom()
+
+
+def _freeze_heap(thaw: bool = False) -> None:
+    """Move everything alive now (Textual, Rich, the widgets, the fresh simulation) out of the
+    garbage collector's sight.
+
+    A full collection walks every tracked object; while playing a big cluster that pause
+    (tens of ms) lands inside a frame and delays key presses. Objects that exist at start-up
+    live for the whole session, so the collector need not look at them again. On restart the
+    old simulation is thawed first so it can be collected.
+    """
+    if thaw:
+        gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+def make_app(
+    scenario: Scenario,
+    seed: int | None = None,
+    policy: str | None = None,
+    theme: str | None = None,
+    fps: int = FPS,
+) -> KvtuiApp:
+    """The app for a scenario (shared by the CLI, `kvtui record` and the tests)."""
+    themes = load_themes()
+    known = [t.name for t in themes] or ["dark"]
+    if theme is not None and theme not in known:
+        from textual.theme import BUILTIN_THEMES
+
+        if theme not in BUILTIN_THEMES:
+            raise InputError.one(
+                "--theme", None, f"unknown theme {theme!r}; known: {', '.join(known)} (and Textual's: {', '.join(sorted(BUILTIN_THEMES))})"
+            )
+    if policy is not None and policy not in POLICY_NAMES:
+        raise InputError.one("--policy", None, f"unknown policy {policy!r}; known: {', '.join(POLICY_NAMES)}")
+    return KvtuiApp(scenario, seed=seed, policy=policy, theme=theme, themes=themes, fps=fps)
+
+

@@ -1,0 +1,69 @@
+"""Make the README's screenshots: `python -m kvtui.tui.make_screenshots [--out screenshots]`.
+
+Every picture is `kvtui record` of scenarios/pressure.yaml at a telling moment, so the same
+command on the same code gives the same files. The moments are found by sim time and by
+jumping to events (not by step counts), so they survive small changes of the workload:
+
+  01-warm-up           t=15 s: system prompts cached, prefix hits, blocks filling
+  02-eviction-storm    t=38 s, then the next eviction: pools full, LRU blocks evicted
+  03-node-failure      the scripted failure of a node: its map crossed out, requests re-routed
+  04-peak              t=62 s: the peak of the load (queues, rejections, preemptions)
+  05-zoom              t=38 s, node-a zoomed: every block its own cell
+  06-help              the help screen
+  07-crash-recovery    scenarios/crash-recovery.yaml: the control plane replayed its WAL
+  08-small-terminal    80x24, after the node failure
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZE = (120, 40)
+
+SHOTS = [
+    ("01-warm-up", dict(until=15.0)),
+    ("02-eviction-storm", dict(until=38.0, jumps=["eviction"])),
+    ("03-node-failure", dict(jumps=["failure"], steps=30)),
+    ("04-peak", dict(until=62.0)),
+    ("05-zoom", dict(until=38.0, zoom="node-a")),
+    ("06-help", dict(screen="help")),
+    ("07-crash-recovery", dict(jumps=["recovery"], scenario="crash-recovery.yaml")),
+    ("08-small-terminal", dict(jumps=["failure"], steps=30, size=(80, 24))),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.record import render_svg
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenario", default=str(ROOT / "scenarios" / "pressure.yaml"))
+    p.add_argument("--out", default=str(ROOT / "screenshots"))
+    p.add_argument("--theme", default="dark")
+    args = p.parse_args(argv)
+    scenario = load_scenario(args.scenario, [])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, kw in SHOTS:
+        kw = dict(kw)
+        size = kw.pop("size", SIZE)
+        sc = scenario
+        other = kw.pop("scenario", None)
+        if other is not None:
+            path = ROOT / "scenarios" / other
+            if not path.exists():
+                print(f"skip {name}: {path} is missing")
+                continue
+            sc = load_scenario(str(path), [])
+        svg = asyncio.run(render_svg(sc, size=size, theme=args.theme, title=f"kvtui {sc.name}", **kw))
+        path = out / f"{name}.svg"
+        path.write_text(svg, encoding="utf-8")
+        print(f"{path}: {size[0]}x{size[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Screens: the help screen (?) and a zoomed node (z)."""

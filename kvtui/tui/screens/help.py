@@ -1,0 +1,68 @@
+"""The help screen: every control, the block map's key, and what each panel shows."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kvtui.tui.widgets.block_map import BARS, GLYPH_CACHED, GLYPH_DOWN, GLYPH_FREE, GLYPH_PINNED, GLYPH_USED
+
+PANELS = """\
+Block maps   one per node; each cell is a KV block (or, on small screens, a run of k
+             blocks: the label then says 1:k). Label: used %, cached-idle %, running /
+             waiting requests, prefix hit rate; ✖ DOWN when the node has failed.
+Decisions    one line per routing decision: request → node, and the policy's reason.
+             Move onto a line (↑↓, or click) to see every candidate with its features and
+             score, and the decision explained in words.
+Events       evictions (whose prefix, how many blocks), preemptions, rejections with the
+             reason, node failures and recoveries, control-plane crash and recovery.
+Latency      TTFT / TPOT / E2E histograms with p50 ▲50, p95 ▲95, p99 ▲99 marked; hit
+             rates, rejection rate, throughput.
+Why          the current event (the one just stepped to, or the highlighted log line)
+             explained with its numbers.
+Narrow screens show one lower panel at a time: v (or a click on its name) switches."""
+
+
+def legend_text() -> str:
+    return "\n".join(
+        [
+            f"  {GLYPH_USED}  in use by a running request     {GLYPH_PINNED}  pinned (preloaded system prompt, never evicted)",
+            f"  {GLYPH_CACHED}  cached but idle (evictable)      {GLYPH_FREE}  free (empty)",
+            f"  {BARS[0]}{BARS[3]}{BARS[6]} a cell of several blocks: bar height = share in use (tinted when some rest is cached)",
+            f"  {GLYPH_DOWN}  the node is down                 colour = prefix group that owns the block",
+        ]
+    )
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 100%; max-width: 100; height: 100%; max-height: 44;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    HelpScreen .help-title { text-style: bold; color: $accent; }
+    """
+
+    BINDINGS = [
+        Binding("escape,question_mark,q", "app.pop_screen", "Close help"),
+    ]
+
+    def __init__(self, rows: list[tuple[str, str]]):
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        width = max((len(k) for k, _ in self.rows), default=5) + 2
+        keys = "\n".join(f"  {k:<{width}}{d}" for k, d in self.rows)
+        with VerticalScroll() as vs:
+            vs.border_title = "kvtui help (escape closes)"
+            yield Static("Controls (also in the command palette, ctrl+p)", classes="help-title", markup=False)
+            yield Static(keys, markup=False)
+            yield Static("Block map key", classes="help-title", markup=False)
+            yield Static(legend_text(), markup=False)
+            yield Static("Panels", classes="help-title", markup=False)
+            yield Static(PANELS, markup=False)

@@ -1,0 +1,119 @@
+"""Theme files (themes/*.toml): loaded and registered with the app at start.
+
+A theme file holds Textual's theme fields (name, dark, primary, background, ...) and a
+`[variables]` table. The block map, the legend and the histograms take their colours from
+these variables (`block-owner-0..7`, `block-free`, `block-down`, `block-mixed-bg`,
+`histogram-bar`, `histogram-mark`), so switching the theme recolours them live.
+`DEFAULT_VARIABLES` fills in any a theme leaves out (and serves Textual's built-in themes).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from textual.theme import Theme
+
+from kvtui.errors import InputError
+
+OWNER_COLOURS = 8
+
+DEFAULT_VARIABLES: dict[str, str] = {
+    "block-owner-0": "#5FAFFF",
+    "block-owner-1": "#FFB454",
+    "block-owner-2": "#7BD88F",
+    "block-owner-3": "#D787FF",
+    "block-owner-4": "#FF8787",
+    "block-owner-5": "#5FD7D7",
+    "block-owner-6": "#F0E68C",
+    "block-owner-7": "#C0C0C0",
+    "block-free": "#6B7280",
+    "block-down": "#FF6B6B",
+    "block-mixed-bg": "#2B303B",
+    "histogram-bar": "#5FAFFF",
+    "histogram-mark": "#FFB454",
+}
+
+# The order `t` cycles through; other theme files found in the directory follow.
+PREFERRED_ORDER = ("dark", "light", "high-contrast")
+DEFAULT_THEME = "dark"
+
+_THEME_FIELDS = {
+    "name": str,
+    "primary": str,
+    "secondary": str,
+    "warning": str,
+    "error": str,
+    "success": str,
+    "accent": str,
+    "foreground": str,
+    "background": str,
+    "surface": str,
+    "panel": str,
+    "boost": str,
+    "dark": bool,
+    "luminosity_spread": float,
+    "text_alpha": float,
+}
+
+
+def theme_dir() -> Path | None:
+    """Where theme files live: $KVTUI_THEMES, else themes/ at the top of the checkout."""
+    env = os.environ.get("KVTUI_THEMES")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent / "themes"
+        if cand.is_dir() and any(cand.glob("*.toml")):
+            return cand
+        if (parent / "pyproject.toml").exists():
+            break
+    return None
+
+
+def load_theme_file(path: Path) -> Theme:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError.one(str(path), None, f"cannot read theme file: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError.one(str(path), getattr(e, "lineno", None), f"not valid TOML: {e}") from None
+    problems = []
+    kwargs: dict[str, object] = {}
+    for key, value in data.items():
+        if key == "variables":
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                problems.append((str(path), None, "[variables] must map names to colour strings"))
+                continue
+            kwargs["variables"] = {**DEFAULT_VARIABLES, **value}
+            continue
+        want = _THEME_FIELDS.get(key)
+        if want is None:
+            problems.append((str(path), None, f"unknown theme field {key!r}"))
+            continue
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, want):
+            problems.append((str(path), None, f"{key} must be a {want.__name__}"))
+            continue
+        kwargs[key] = value
+    for required in ("name", "primary"):
+        if required not in kwargs:
+            problems.append((str(path), None, f"missing required field {required!r}"))
+    if problems:
+        raise InputError(problems)
+    kwargs.setdefault("variables", dict(DEFAULT_VARIABLES))
+    return Theme(**kwargs)  # type: ignore[arg-type]
+
+
+def load_themes(directory: Path | None = None) -> list[Theme]:
+    """Every theme file in the directory, preferred ones first."""
+    directory = directory if directory is not None else theme_dir()
+    if directory is None or not directory.is_dir():
+        return []
+    themes = [load_theme_file(p) for p in sorted(directory.glob("*.toml"))]
+    rank = {name: i for i, name in enumerate(PREFERRED_ORDER)}
+    themes.sort(key=lambda t: (rank.get(t.name, len(rank)), t.name))
+    return themes

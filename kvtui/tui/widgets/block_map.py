@@ -1,0 +1,512 @@
+"""The block map: every KV block of every node as a cell, drawn with the Line API.
+
+Each node gets a label line (name, used %, cached-idle %, running / waiting, hit rate, DOWN
+mark) and a grid of cells. A block's *state* is told by its glyph and its *owner* (the prefix
+group whose data it holds) by its colour, so the map reads without colour too:
+
+    █ in use      ▓ pinned      ░ cached, idle (evictable)      · free      × node down
+
+When a node has more blocks than its panel has cells, one cell stands for `k` consecutive
+blocks and shows their mix: a cell whose blocks all share one state keeps that state's glyph;
+a mixed cell with blocks in use draws a bar ▁▂▃▄▅▆▇ as high as the share in use (on a tinted
+background when some of the rest is cached); a mix of cached and free blocks shows ░ when at
+least half are cached, else ·. The label says `1:k` when cells are aggregated.
+
+Rendering is cached per node: the cell codes are recomputed only when the pool's version (or
+its identity: a node that went down gets a fresh pool), the cell size or the theme change, and
+row strips are cached for that key, so a frame where nothing changed costs a dict lookup.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from math import ceil
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.color import Color
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from kvtui.tui.themes import DEFAULT_VARIABLES, OWNER_COLOURS
+
+FREE, CACHED, USED, PINNED, PAD = 0, 1, 2, 3, 4
+
+GLYPH_FREE = "·"
+GLYPH_CACHED = "░"
+GLYPH_USED = "█"
+GLYPH_PINNED = "▓"
+GLYPH_DOWN = "×"
+BARS = "▁▂▃▄▅▆▇"
+
+# Cell codes: glyph index * 32 + owner slot * 2 + tinted-background flag.
+G_FREE, G_CACHED, G_USED, G_PINNED, G_DOWN = 0, 1, 2, 3, 4
+G_BAR0 = 5  # 5..11: ▁..▇
+G_FREE_OWNED = 12  # mostly free, some cached: a dot in the owner's colour
+GLYPHS = [GLYPH_FREE, GLYPH_CACHED, GLYPH_USED, GLYPH_PINNED, GLYPH_DOWN, *BARS, GLYPH_FREE]
+
+MIN_COLUMN = 22  # narrowest node column worth drawing side by side
+GAP = 1
+
+
+def owner_slot(name: str, known: dict[str, int]) -> int:
+    """Colour slot of a prefix group: scenario order first, a stable hash for others."""
+    slot = known.get(name)
+    if slot is None:
+        slot = zlib.crc32(name.encode()) % OWNER_COLOURS
+        known[name] = slot
+    return slot
+
+
+@dataclass
+class _NodeCells:
+    """One node's cells for one (pool version, cell size, theme)."""
+
+    key: tuple
+    ref_obj: object  # the pool's ref list: a node that went down gets new lists
+    codes: np.ndarray  # one int code per cell
+    k: int
+    used: int
+    cached_idle: int
+    rows: dict[int, list[Segment]]
+
+
+class BlockMap(Widget):
+    """Block maps of a cluster's nodes (or of one node, zoomed)."""
+
+    DEFAULT_CSS = """
+    BlockMap {
+        height: auto;
+        min-height: 2;
+    }
+    """
+
+    COMPONENT_CLASSES = {
+        "blockmap--label",
+        "blockmap--name",
+        "blockmap--selected",
+        "blockmap--down",
+        "blockmap--dim",
+    }
+
+    class NodeClicked(Message):
+        def __init__(self, node: str, double: bool) -> None:
+            self.node = node
+            self.double = double
+            super().__init__()
+
+    def __init__(self, runner, only: str | None = None, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.runner = runner
+        self.only = only
+        self.selected: str | None = None
+        self.max_rows: int | None = None  # cap on the auto height (the app sets it per screen size)
+        self.groups: dict[str, int] = {}
+        self._cells: dict[int, _NodeCells] = {}
+        self._styles: dict[int, Style] = {}
+        self._style_key: tuple | None = None
+        self._grid_cache: tuple | None = None
+        self._seen: tuple | None = None
+        self._base: Style | None = None
+        self._strips: dict[tuple[int, int], tuple[tuple, Strip]] = {}
+        self._label_styles: dict[str, Style] = {}
+        self.reset_groups()
+
+    # ------------------------------------------------------------------ data
+    def reset_groups(self) -> None:
+        sc = self.runner.scenario
+        groups = sc.workload.groups if sc.workload.trace is None else ()
+        self.groups = {g.name: i % OWNER_COLOURS for i, g in enumerate(groups)}
+
+    def nodes(self) -> list:
+        sim = self.runner.sim
+        if self.only is not None:
+            node = sim.node_by_name.get(self.only)
+            return [node] if node is not None else []
+        return sim.nodes
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, _theme) -> None:
+        self._invalidate_styles()
+        self.refresh()
+
+    def _invalidate_styles(self) -> None:
+        self._style_key = None
+        self._base = None
+        self._cells.clear()
+        self._strips.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._invalidate_styles()
+
+    def node_key(self, node) -> tuple:
+        """What one node's picture (label and cells) depends on."""
+        pool = node.pool
+        return (
+            id(pool.ref),
+            pool.version,
+            node.up,
+            len(node.running),
+            len(node.waiting),
+            self.runner.node_hits.get(node.name, (0, 0))[1],
+        )
+
+    def tick(self) -> None:
+        """Redraw only the nodes whose state changed since the last tick."""
+        nodes = self.nodes()
+        keys = [self.node_key(n) for n in nodes]
+        seen = self._seen
+        if seen is None or len(seen) != len(keys) or seen[0] != self.runner.generation:
+            self._seen = (self.runner.generation, keys)
+            self.refresh()
+            return
+        old = seen[1]
+        self._seen = (self.runner.generation, keys)
+        changed = [i for i, (a, b) in enumerate(zip(old, keys)) if a != b]
+        if not changed:
+            return
+        if len(changed) * 2 > len(nodes):
+            self.refresh()
+            return
+        self.refresh(*(self.node_region(i) for i in changed))
+
+    def node_region(self, i: int) -> Region:
+        width, height = self.size
+        c, col_w, node_h = self.layout(width, height)
+        row, col = divmod(i, c)
+        return Region(col * (col_w + GAP), row * node_h, col_w, node_h)
+
+    def set_selected(self, name: str | None) -> None:
+        if name != self.selected:
+            self.selected = name
+            self._strips.clear()
+            self.refresh()
+
+    def rebind(self) -> None:
+        """The runner restarted: drop everything cached about the old simulation."""
+        self._cells.clear()
+        self._strips.clear()
+        self._seen = None
+        self._grid_cache = None
+        self.reset_groups()
+        self.refresh(layout=True)
+
+    # ------------------------------------------------------------------ layout
+    def _sizes(self) -> list[int]:
+        return [n.pool.num_blocks for n in self.nodes()]
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The height at which every block gets its own cell (CSS max-height may cap it)."""
+        sizes = self._sizes()
+        n = len(sizes)
+        if not n:
+            return 1
+        best = None
+        for c in range(1, n + 1):
+            col_w = (width - (c - 1) * GAP) // c
+            if c > 1 and col_w < MIN_COLUMN:
+                break
+            col_w = max(col_w, 1)
+            r = ceil(n / c)
+            h = r * (1 + max(ceil(b / col_w) for b in sizes))
+            if best is None or h < best:
+                best = h
+        best = best or 1
+        if self.max_rows is not None and best > self.max_rows:
+            c, _col_w, node_h = self.layout(width, self.max_rows)
+            rows = ceil(n / c)
+            best = min(self.max_rows, rows if node_h == 1 else rows * node_h)
+        return max(best, 1)
+
+    def layout(self, width: int, height: int) -> tuple[int, int, int]:
+        """(columns, column width, lines per node) for this size, fewest blocks per cell."""
+        key = (width, height, tuple(self._sizes()))
+        if self._grid_cache is not None and self._grid_cache[0] == key:
+            return self._grid_cache[1]
+        sizes = key[2]
+        n = len(sizes)
+        best = None
+        for c in range(1, max(n, 1) + 1):
+            col_w = (width - (c - 1) * GAP) // c
+            if c > 1 and col_w < MIN_COLUMN:
+                break
+            col_w = max(col_w, 1)
+            r = ceil(n / c) if n else 1
+            node_h = height // r
+            if node_h < 2:
+                continue
+            cells = col_w * (node_h - 1)
+            k = max((ceil(b / cells) for b in sizes), default=1)
+            score = (k, c)
+            if best is None or score < best[0]:
+                best = (score, (c, col_w, node_h))
+        if best is None:
+            # Too short for a label line plus a row of cells per node: one line per node, its
+            # name then its cells ("inline"), in as few columns as fit the height.
+            c = 1
+            while c < n and ceil(n / c) > height and (width - c * GAP) // (c + 1) >= MIN_COLUMN:
+                c += 1
+            out = (c, max((width - (c - 1) * GAP) // c, 1), 1)
+        else:
+            out = best[1]
+        self._grid_cache = (key, out)
+        return out
+
+    def node_at(self, x: int, y: int) -> str | None:
+        nodes = self.nodes()
+        c, col_w, node_h = self.layout(self.size.width, self.size.height)
+        col = x // (col_w + GAP)
+        if col >= c or x - col * (col_w + GAP) >= col_w:
+            return None
+        i = (y // node_h) * c + col
+        return nodes[i].name if 0 <= i < len(nodes) else None
+
+    # ------------------------------------------------------------------ styles
+    def _ensure_styles(self) -> Style:
+        """The widget's base style and the cell styles, computed once per theme / CSS change
+        (`rich_style` is too slow to ask for on every line)."""
+        if self._base is not None and self._style_key == self.app.theme:
+            return self._base
+        base = self.rich_style
+        self._base = base
+        self._style_key = self.app.theme
+        self._cells.clear()
+        self._strips.clear()
+        var = {**DEFAULT_VARIABLES, **getattr(self.app, "theme_variables", {})}
+
+        def colour(name: str):
+            try:
+                return Color.parse(var.get(name, DEFAULT_VARIABLES[name])).rich_color
+            except Exception:
+                return Color.parse(DEFAULT_VARIABLES[name]).rich_color
+
+        owners = [colour(f"block-owner-{i}") for i in range(OWNER_COLOURS)]
+        free = colour("block-free")
+        down = colour("block-down")
+        mixed_bg = colour("block-mixed-bg")
+        styles: dict[int, Style] = {}
+        for g in range(len(GLYPHS)):
+            for slot in range(OWNER_COLOURS):
+                for tint in (0, 1):
+                    code = g * 32 + slot * 2 + tint
+                    if g == G_FREE:
+                        st = Style(color=free)
+                    elif g == G_DOWN:
+                        st = Style(color=down)
+                    else:
+                        st = Style(color=owners[slot])
+                    if tint:
+                        st = st + Style(bgcolor=mixed_bg)
+                    styles[code] = base + st
+        self._styles = styles
+        self._label_styles = {
+            "label": base + self.get_component_rich_style("blockmap--label"),
+            "name": base + self.get_component_rich_style("blockmap--name"),
+            "selected": base + self.get_component_rich_style("blockmap--selected"),
+            "down": base + self.get_component_rich_style("blockmap--down"),
+            "dim": base + self.get_component_rich_style("blockmap--dim"),
+        }
+        return base
+
+    # ------------------------------------------------------------------ cells
+    def _node_cells(self, i: int, node, cells_avail: int, col_w: int) -> _NodeCells:
+        pool = node.pool
+        n = pool.num_blocks
+        k = max(1, ceil(n / max(cells_avail, 1)))
+        key = (pool.version, node.up, k, col_w)
+        cached = self._cells.get(i)
+        if cached is not None and cached.key == key and cached.ref_obj is pool.ref:
+            return cached
+        ref = np.fromiter(pool.ref, dtype=np.int64, count=n)
+        keyed = np.fromiter((x is not None for x in pool.key), dtype=bool, count=n)
+        state = np.where(ref > 0, USED, np.where(keyed, CACHED, FREE)).astype(np.int8)
+        if pool.pinned:
+            state[np.fromiter(pool.pinned, dtype=np.int64, count=len(pool.pinned))] = PINNED
+        groups = self.groups
+        slot_of = {}
+        owner = np.fromiter(
+            (slot_of[o] if o in slot_of else slot_of.setdefault(o, owner_slot(o, groups)) for o in pool.owner),
+            dtype=np.int64,
+            count=n,
+        )
+        used = int(np.count_nonzero(ref > 0))
+        cached_idle = int(np.count_nonzero(state == CACHED))
+        if not node.up:
+            m = ceil(n / k)
+            codes = np.full(m, G_DOWN * 32, dtype=np.int64)
+        elif k == 1:
+            glyph = state.astype(np.int64)  # FREE..PINNED line up with G_FREE..G_PINNED
+            codes = glyph * 32 + np.where(state == FREE, 0, owner * 2)
+        else:
+            codes = self._aggregate(state, owner, n, k)
+        nc = _NodeCells(key, pool.ref, codes, k, used, cached_idle, {})
+        self._cells[i] = nc
+        return nc
+
+    @staticmethod
+    def _aggregate(state: np.ndarray, owner: np.ndarray, n: int, k: int) -> np.ndarray:
+        m = ceil(n / k)
+        pad = m * k - n
+        if pad:
+            state = np.concatenate([state, np.full(pad, PAD, dtype=np.int8)])
+            owner = np.concatenate([owner, np.zeros(pad, dtype=np.int64)])
+        S = state.reshape(m, k)
+        O = owner.reshape(m, k)
+        free = np.count_nonzero(S == FREE, axis=1)
+        cached = np.count_nonzero(S == CACHED, axis=1)
+        used = np.count_nonzero(S == USED, axis=1)
+        pinned = np.count_nonzero(S == PINNED, axis=1)
+        total = free + cached + used + pinned
+        busy = used + pinned
+        # majority owner: blocks in use weigh 2, cached ones 1, free ones 0
+        weight = np.where(S >= USED, 2, np.where(S == CACHED, 1, 0))
+        weight = np.where(S == PAD, 0, weight)
+        idx = (np.arange(m)[:, None] * OWNER_COLOURS + O).ravel()
+        tally = np.bincount(idx, weights=weight.ravel(), minlength=m * OWNER_COLOURS).reshape(m, OWNER_COLOURS)
+        slot = tally.argmax(axis=1).astype(np.int64)
+
+        glyph = np.full(m, G_FREE, dtype=np.int64)
+        glyph = np.where(cached == total, G_CACHED, glyph)
+        glyph = np.where(used == total, G_USED, glyph)
+        glyph = np.where(pinned == total, G_PINNED, glyph)
+        uniform = (free == total) | (cached == total) | (used == total) | (pinned == total)
+        share = np.where(total > 0, busy / np.maximum(total, 1), 0.0)
+        level = np.clip(np.rint(share * 8).astype(np.int64), 1, 7)
+        mixed_busy = (~uniform) & (busy > 0)
+        glyph = np.where(mixed_busy, G_BAR0 + level - 1, glyph)
+        mixed_idle = (~uniform) & (busy == 0)
+        glyph = np.where(mixed_idle & (cached * 2 >= total), G_CACHED, glyph)
+        glyph = np.where(mixed_idle & (cached * 2 < total), G_FREE_OWNED, glyph)
+        tint = (mixed_busy & (cached > 0)).astype(np.int64)
+        slot = np.where(glyph == G_FREE, 0, slot)
+        return glyph * 32 + slot * 2 + tint
+
+    def _row_segments(self, nc: _NodeCells, row: int, col_w: int) -> list[Segment]:
+        segs = nc.rows.get(row)
+        if segs is not None:
+            return segs
+        codes = nc.codes[row * col_w : (row + 1) * col_w]
+        segs = []
+        if len(codes):
+            styles = self._styles
+            cuts = np.flatnonzero(np.diff(codes)) + 1
+            start = 0
+            for end in [*cuts.tolist(), len(codes)]:
+                code = int(codes[start])
+                segs.append(Segment(GLYPHS[code >> 5] * (end - start), styles[code]))
+                start = end
+        nc.rows[row] = segs
+        return segs
+
+    # ------------------------------------------------------------------ labels
+    def _label(self, node, nc: _NodeCells, width: int) -> list[Segment]:
+        st = self._label_styles
+        name_style = st["selected"] if node.name == self.selected else st["name"]
+        mark = "▸" if node.name == self.selected else " "
+        if not node.up:
+            tail = " ✖ DOWN (cache lost)"
+            text = [(mark, name_style), (node.name, name_style), (tail, st["down"])]
+        else:
+            n = node.pool.num_blocks
+            u = round(100 * nc.used / n) if n else 0
+            c = round(100 * nc.cached_idle / n) if n else 0
+            h = self.runner.hit_rate(node.name)
+            hs = "-" if h is None else f"{round(100 * h)}%"
+            r, w = len(node.running), len(node.waiting)
+            scale = f" 1:{nc.k}" if nc.k > 1 else ""
+            options = [
+                f" used {u}% cached {c}% run {r} wait {w} hit {hs}{scale}",
+                f" u{u}% c{c}% r{r} w{w} h{hs}{scale}",
+                f" u{u}% c{c}% r{r} w{w}",
+                f" {u}%",
+                "",
+            ]
+            room = width - len(node.name) - 1
+            tail = next(o for o in options if len(o) <= room)
+            text = [(mark, name_style), (node.name, name_style), (tail, st["label"])]
+        segs = []
+        used = 0
+        for s, style in text:
+            if used >= width:
+                break
+            s = s[: width - used]
+            segs.append(Segment(s, style))
+            used += len(s)
+        return segs
+
+    def _name_width(self) -> int:
+        return max((len(n.name) for n in self.nodes()), default=4) + 2
+
+    def _inline(self, node, nc: _NodeCells, col_w: int, cells_w: int) -> list[Segment]:
+        """One line for a node: ▸name, its cells, used %."""
+        st = self._label_styles
+        name_w = self._name_width()
+        selected = node.name == self.selected
+        name_style = st["selected"] if selected else st["name"]
+        head = (("▸" if selected else " ") + node.name).ljust(name_w)[:name_w]
+        segs = [Segment(head, name_style)]
+        segs.extend(self._row_segments(nc, 0, cells_w))
+        n = node.pool.num_blocks
+        tail = " DOWN" if not node.up else f" {round(100 * nc.used / n) if n else 0:>3}%"
+        segs.append(Segment(tail[: max(0, col_w - name_w - cells_w)], st["down"] if not node.up else st["label"]))
+        return segs
+
+    # ------------------------------------------------------------------ the Line API
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
+        base = self._ensure_styles()
+        nodes = self.nodes()
+        if not nodes or width <= 0:
+            return Strip.blank(width, base)
+        c, col_w, node_h = self.layout(width, height)
+        grid_row, line = divmod(y, node_h)
+        first = grid_row * c
+        row_nodes = nodes[first : first + c]
+        key = (width, c, col_w, node_h, tuple(self.node_key(n) for n in row_nodes))
+        hit = self._strips.get((grid_row, line))
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        segments: list[Segment] = []
+        used = 0
+        for col, node in enumerate(row_nodes):
+            i = first + col
+            if col:
+                segments.append(Segment(" " * GAP, base))
+                used += GAP
+            idx = i if self.only is None else 0
+            if node_h == 1:
+                cells_w = max(1, col_w - self._name_width() - 5)
+                nc = self._node_cells(idx, node, cells_w, cells_w)
+                segs = self._inline(node, nc, col_w, cells_w)
+            else:
+                nc = self._node_cells(idx, node, col_w * max(node_h - 1, 1), col_w)
+            if node_h == 1:
+                pass
+            elif line == 0:
+                segs = self._label(node, nc, col_w)
+            else:
+                segs = self._row_segments(nc, line - 1, col_w)
+            length = sum(len(s.text) for s in segs)
+            segments.extend(segs)
+            if length < col_w:
+                segments.append(Segment(" " * (col_w - length), base))
+            used += col_w
+        if used < width:
+            segments.append(Segment(" " * (width - used), base))
+        strip = Strip(segments, width)
+        self._strips[(grid_row, line)] = (key, strip)
+        return strip
+
+    # ------------------------------------------------------------------ mouse
+    def on_click(self, event: events.Click) -> None:
+        name = self.node_at(event.x, event.y)
+        if name is not None:
+            self.post_message(self.NodeClicked(name, event.chain >= 2))

@@ -1,0 +1,43 @@
+"""The teaching panel: what the current event did and why, in words, with the numbers."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from kvtui.events import Event
+
+
+class Explanation(Static):
+    DEFAULT_CSS = """
+    Explanation { height: auto; max-height: 8; }
+    Explanation > .explanation--title { color: $accent; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {"explanation--title"}
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None):
+        super().__init__("", id=id, classes=classes, markup=False)
+        self.shown: tuple | None = None
+        self.title = ""
+        self.body = ""
+
+    def show(self, ev: Event | None, text: str, source: str = "") -> None:
+        key = (None if ev is None else ev.seq, source, text)
+        if key == self.shown:
+            return
+        self.shown = key
+        if ev is None:
+            title = "Why: nothing yet"
+        else:
+            title = f"Why: {ev.kind} #{ev.seq:,} at t={ev.t:.3f}s"
+            if source:
+                title += f" ({source})"
+        self.title, self.body = title, text
+        # A fixed height (narrow screens) needs no layout pass; an auto height does.
+        self.update(self._text(), layout=not self.styles.height or self.styles.height.is_auto)
+
+    def _text(self) -> Text:
+        return Text.assemble((self.title, self.get_component_rich_style("explanation--title")), "\n", self.body)
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _t: self.update(self._text()))

@@ -1,0 +1,355 @@
+"""Each control does what it says (driven with Textual's Pilot, headless)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kvtui.events import RouteDecided
+from kvtui.sim.router.registry import POLICY_NAMES
+from kvtui.tui.screens.help import HelpScreen
+from kvtui.tui.screens.zoom import ZoomScreen
+from kvtui.tui.widgets.block_map import BlockMap
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _stepped(app, pilot, n: int) -> None:
+    for _ in range(n):
+        app.runner.step()
+    app.refresh_panels(force=True)
+    await pilot.pause()
+
+
+def test_space_plays_and_pauses(make):
+    async def go():
+        app = make(fps=20)
+        async with app.run_test() as pilot:
+            assert app.runner.now == 0 and not app.playing
+            await pilot.press("space")
+            assert app.playing
+            await asyncio.sleep(0.4)
+            assert app.runner.now > 0, "playing advanced sim time"
+            await pilot.press("space")
+            assert not app.playing
+            t = app.runner.now
+            await asyncio.sleep(0.2)
+            assert app.runner.now == t, "paused means no progress"
+            assert "paused" in app.state_text()
+
+    run(go())
+
+
+def test_step_advances_one_event_and_explains_it(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            before = app.runner.position
+            await pilot.press("s")
+            ev = app.runner.current
+            assert ev is not None and ev.seq == before + 1
+            assert app.why.shown[0] == ev.seq
+            assert app.why.body == app.runner.explain(ev)
+            await pilot.press("s", "s")
+            assert app.runner.current.seq > ev.seq
+
+    run(go())
+
+
+@pytest.mark.parametrize(
+    "key,kind",
+    [("e", "evicted"), ("r", "rejected"), ("p", "preempted"), ("f", "node_down")],
+)
+def test_jump_to_next(make, key, kind):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press(key)
+            assert app.runner.current is not None
+            assert app.runner.current.kind == kind
+            assert app.why.shown[0] == app.runner.current.seq
+            first = app.runner.current.seq
+            await pilot.press(key)
+            if app.runner.current.kind == kind:  # a second one, later
+                assert app.runner.current.seq > first
+
+    run(go())
+
+
+def test_jump_with_frame_timer_finishes_in_frames(make):
+    """With a frame timer the search runs in budgeted slices; the key returns at once."""
+
+    async def go():
+        app = make(fps=50)
+        async with app.run_test() as pilot:
+            app.budget = 0.0005  # tiny slices: the search must span several frames
+            await pilot.press("r")
+            for _ in range(200):
+                if app.seeking is None:
+                    break
+                await asyncio.sleep(0.02)
+            assert app.seeking is None
+            assert app.runner.current.kind == "rejected"
+
+    run(go())
+
+
+def test_faster_slower(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            s0 = app.speed
+            await pilot.press("plus")
+            assert app.speed > s0
+            await pilot.press("minus", "minus")
+            assert app.speed < s0
+            for _ in range(20):
+                await pilot.press("minus")
+            assert app.speed == min(app.speed, 0.1)
+
+    run(go())
+
+
+def test_restart_same_seed(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await _stepped(app, pilot, 300)
+            seq_a = [d.seq for d in app.runner.decisions]
+            gen = app.runner.generation
+            await pilot.press("R")
+            assert app.runner.generation == gen + 1
+            assert app.runner.now == 0
+            assert not app.decision_log.items
+            await _stepped(app, pilot, 300)
+            assert [d.seq for d in app.runner.decisions] == seq_a, "same seed, same run"
+
+    run(go())
+
+
+def test_switch_policy_restarts(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await _stepped(app, pilot, 50)
+            first = app.runner.policy
+            await pilot.press("o")
+            assert app.runner.policy == POLICY_NAMES[(POLICY_NAMES.index(first) + 1) % len(POLICY_NAMES)]
+            assert app.runner.sim.policy_name == app.runner.policy
+            assert app.runner.now == 0
+            app.set_policy("least_loaded")
+            await pilot.pause()
+            assert app.runner.sim.policy_name == "least_loaded"
+
+    run(go())
+
+
+def test_select_node_and_take_it_down_and_back(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            names = app.runner.node_names()
+            assert app.selected_node == names[0]
+            await pilot.press("right_square_bracket")
+            assert app.selected_node == names[1]
+            await pilot.press("left_square_bracket", "left_square_bracket")
+            assert app.selected_node == names[-1]
+            await pilot.press("right_square_bracket", "right_square_bracket")
+            target = app.selected_node
+            await _stepped(app, pilot, 100)
+            await pilot.press("d")
+            node = app.runner.sim.node_by_name[target]
+            assert not node.up
+            assert app.runner.current.kind == "node_down" and app.runner.current.node == target
+            await pilot.pause()
+            label = app.maps.render_line(app.maps.node_region(names.index(target)).y).text
+            assert "DOWN" in label
+            await pilot.press("d")
+            assert node.up
+            assert app.runner.current.kind == "node_up"
+
+    run(go())
+
+
+def test_crash_control_plane_without_store_says_so(make, monkeypatch):
+    async def go():
+        app = make()
+        notes = []
+        monkeypatch.setattr(app, "notify", lambda msg, **kw: notes.append(msg))
+        async with app.run_test() as pilot:
+            assert not app.runner.has_store
+            await pilot.press("c")
+            assert notes and "metadata" in notes[0]
+
+    run(go())
+
+
+def test_crash_control_plane_and_recover(scenario):
+    """With a store (a `metadata` section) the crash is real: crash event, then recovery."""
+    import dataclasses
+
+    from kvtui.scenario.model import Metadata
+    from kvtui.tui.app import make_app
+
+    async def go():
+        app = make_app(dataclasses.replace(scenario, metadata=Metadata()), fps=0, theme="dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _stepped(app, pilot, 200)
+            await pilot.press("c")
+            assert app.runner.current.kind == "cp_crash"
+            assert app.runner.control_plane_down
+            assert "CP recovering" in str(app.query_one("#status").render())
+            await pilot.press("w")
+            ev = app.runner.current
+            assert ev.kind == "cp_recovered" and ev.digest_before == ev.digest_after
+            assert not app.runner.control_plane_down
+            assert "identical" in app.why.body
+
+    run(go())
+
+
+def test_cycle_themes_live(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            seen = [app.theme]
+            for _ in range(3):
+                await pilot.press("t")
+                seen.append(app.theme)
+            assert seen == ["dark", "light", "high-contrast", "dark"]
+            await pilot.press("t")
+            await pilot.pause()
+            # the block colours follow the theme's variables
+            assert app.theme_variables["block-owner-0"].lower() == app.get_theme("light").variables["block-owner-0"].lower()
+
+    run(go())
+
+
+def test_zoom_and_back(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press("right_square_bracket", "z")
+            assert isinstance(app.screen, ZoomScreen)
+            assert app.screen.node == app.runner.node_names()[1]
+            zm = app.screen.query_one(BlockMap)
+            assert zm.only == app.screen.node
+            await pilot.press("s")  # app controls still work while zoomed
+            await pilot.press("escape")
+            assert not isinstance(app.screen, ZoomScreen)
+
+    run(go())
+
+
+def test_help_screen_lists_every_binding(make):
+    async def go():
+        app = make()
+        async with app.run_test(size=(100, 50)) as pilot:
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            keys = {k for k, _ in app.HELP_ROWS}
+            text = " ".join(k for k in keys)
+            for b in app.BINDINGS:
+                shown = b.key_display or b.key
+                assert shown in text or b.key in text, f"binding {b.key} missing from help"
+            await pilot.press("escape")
+            assert not isinstance(app.screen, HelpScreen)
+
+    run(go())
+
+
+def test_next_view_cycles_lower_panels(make):
+    async def go():
+        app = make()
+        async with app.run_test(size=(80, 24)) as pilot:
+            assert app.view == "decisions"
+            await pilot.press("v")
+            assert app.view == "candidates"
+            assert app.query_one("#candidates").display
+            await pilot.press("v", "v")
+            assert app.view == "latency"
+            assert app.query_one("#latency").display
+            assert not app.query_one("#decisions").display
+
+    run(go())
+
+
+def test_quit(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press("q")
+            await pilot.pause()
+            assert not app.is_running
+
+    run(go())
+
+
+def test_decision_selection_shows_candidates(make):
+    async def go():
+        app = make()
+        async with app.run_test(size=(160, 50)) as pilot:
+            await _stepped(app, pilot, 300)
+            app.decision_log.focus()
+            await pilot.press("up", "up")
+            ev = app.decision_log.highlighted
+            assert isinstance(ev, RouteDecided)
+            assert app.candidates.decision is ev
+            assert app.why.shown[0] == ev.seq and app.why.shown[1] == "selected"
+            for c in ev.candidates:
+                assert c.node in str(app.candidates.render())
+            await pilot.press("escape")
+            assert app.decision_log.cursor is None
+
+    run(go())
+
+
+def test_palette_has_every_command(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            titles = [t for t, _, _ in app.palette_commands()]
+            for needle in [
+                "Play / pause",
+                "Step one event",
+                "Jump to next eviction",
+                "Jump to next rejection",
+                "Jump to next preemption",
+                "Faster",
+                "Slower",
+                "Restart (same seed)",
+                "Crash the control plane",
+                "Next theme",
+                "Help",
+                "Quit",
+            ]:
+                assert needle in titles
+            for name in POLICY_NAMES:
+                assert f"Switch policy: {name}" in titles
+            for node in app.runner.node_names():
+                assert f"Take {node} down" in titles and f"Zoom {node}" in titles
+            # and through the palette itself
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            for ch in "next eviction":
+                await pilot.press(ch if ch != " " else "space")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.runner.current is not None and app.runner.current.kind == "evicted"
+
+    run(go())
+
+
+def test_click_selects_node(make):
+    async def go():
+        app = make()
+        async with app.run_test(size=(80, 24)) as pilot:
+            region = app.maps.node_region(1)
+            await pilot.click("#maps", offset=(region.x + 2, region.y + 1))
+            assert app.selected_node == app.runner.node_names()[1]
+
+    run(go())

@@ -1,0 +1,74 @@
+"""Snapshot tests of the app (pytest-textual-snapshot), at 80x24 and 160x50.
+
+Every snapshot is taken paused, with a fixed size, theme and seed, on the tests' own scenario
+(tests/tui/scenario.yaml) and with no frame timer, so the picture depends only on the code.
+After an intended change of the picture: `pytest tests/tui --snapshot-update`, then look at
+the new SVGs in tests/tui/__snapshots__/ before committing them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
+STEPS = 400  # well into the run: caches warm, first evictions and preemptions
+
+
+def steps(n: int):
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        for _ in range(n):
+            app.runner.step()
+        app.refresh_panels(force=True)
+        await pilot.pause()
+
+    return run_before
+
+
+def keys_after(n: int, *keys: str):
+    async def run_before(pilot) -> None:
+        await steps(n)(pilot)
+        await pilot.press(*keys)
+        pilot.app.refresh_panels(force=True)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_first_screen(snap_compare, make, size):
+    assert snap_compare(make(), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_after_steps(snap_compare, make, size):
+    assert snap_compare(make(), terminal_size=size, run_before=steps(STEPS))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_after_jump_to_next_eviction(snap_compare, make, size):
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(0, "e"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_screen(snap_compare, make, size):
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(0, "question_mark"))
+
+
+@pytest.mark.parametrize("theme", ["dark", "light", "high-contrast"])
+@pytest.mark.parametrize("size", SIZES)
+def test_theme(snap_compare, make, size, theme):
+    assert snap_compare(make(theme=theme), terminal_size=size, run_before=steps(STEPS))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_after_node_failure(snap_compare, make, size):
+    """The scenario's scripted failure of node-c: its map crossed out, the event explained."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(0, "f"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_decision_selected(snap_compare, make, size):
+    """A decision highlighted in the log: its candidates and the explanation of the pick
+    (at 80x24 the candidates view is opened with enter)."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "tab", "up", "up", "enter"))

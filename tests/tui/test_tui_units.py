@@ -1,0 +1,225 @@
+"""The app's pure parts: explanations, the runner, the block map's cell mixing, themes, record."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kvtui.events import (
+    ALL_EVENT_TYPES,
+    BlocksEvicted,
+    Candidate,
+    NodeDown,
+    RequestArrived,
+    RequestPreempted,
+    RequestRejected,
+    RouteDecided,
+)
+from kvtui.explain import History, explain, summary
+from kvtui.sim.engine import Simulation
+from kvtui.tui.runner import Runner
+from kvtui.tui.themes import DEFAULT_VARIABLES, load_theme_file, load_themes
+from kvtui.tui.widgets.block_map import (
+    BARS,
+    CACHED,
+    FREE,
+    G_BAR0,
+    G_CACHED,
+    G_FREE,
+    G_PINNED,
+    G_USED,
+    PINNED,
+    USED,
+    BlockMap,
+)
+from kvtui.tui.widgets.histogram import place_marks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---------------------------------------------------------------------- explain
+def _cand(node, prefix, active=0, waiting=0, free=100, eligible=True, note=""):
+    feats = (("prefix", float(prefix)), ("active", float(active)), ("waiting", float(waiting)), ("free", float(free)))
+    return Candidate(node=node, score=float(prefix), features=feats, eligible=eligible, note=note)
+
+
+def test_route_explanation_has_the_numbers():
+    h = History()
+    h.on_event(RequestArrived(seq=1, t=0.0, request="req-17", session="s-3", group="chat", turn=1, prompt_tokens=1200, output_tokens=200))
+    ev = RouteDecided(
+        seq=2,
+        t=0.0,
+        request="req-17",
+        node="node-a",
+        policy="cache_aware",
+        reason="prefix 53/75 blocks on node-a (vs node-b 0)",
+        candidates=(_cand("node-a", 53, active=2, free=10), _cand("node-b", 0)),
+        prompt_blocks=75,
+        session="s-3",
+    )
+    text = explain(ev, None, h)
+    assert "req-17" in text and "1,200 prompt tokens = 75 full blocks" in text
+    assert "node-a holds the first 53 of them" in text and "node-b none" in text
+    assert "cache_aware routes to node-a" in text
+    assert "22 blocks" in text  # what is left to prefill
+
+
+def test_rejection_eviction_preemption_failure_explained():
+    rej = RequestRejected(seq=5, t=1.0, request="req-9", node="node-b", reason="node-b queue full (6 waiting, max_queue 6)")
+    assert "queue full" in explain(rej) and "Admission control" in explain(rej)
+    ev = BlocksEvicted(seq=6, t=1.0, node="node-a", keys=(1, 2, 3), groups=("sys-3", "sys-3", "chat"), for_request="req-17")
+    text = explain(ev)
+    assert "3 of them" in text and "2 blocks of group sys-3" in text and "1 block of group chat" in text
+    pre = RequestPreempted(seq=7, t=1.0, request="req-31", node="node-b", freed_blocks=14, tokens_done=230, needed_by="req-20")
+    text = explain(pre)
+    assert "req-20" in text and "req-31" in text and "14 blocks" in text and "230" in text
+    down = NodeDown(seq=8, t=2.0, node="node-c", lost_blocks=97, rerouted=("req-1", "req-2"), failed=())
+    assert "97 blocks" in explain(down) and "req-1" in explain(down)
+
+
+def test_every_event_kind_of_a_real_run_is_explained(scenario):
+    sim = Simulation(scenario)
+    h = History()
+    sim.subscribe(h.on_event)
+    seen = {}
+    while True:
+        ev = sim.step()
+        if ev is None:
+            break
+        if ev.kind not in seen:
+            seen[ev.kind] = ev
+            text = explain(ev, sim, h)
+            assert text and text != ev.kind, ev.kind
+            assert summary(ev)
+    assert {"routed", "evicted", "preempted", "rejected", "node_down", "node_up", "ended"} <= set(seen)
+    assert explain(None).startswith("Nothing has happened yet")
+
+
+def test_explain_imports_no_ui():
+    code = "import sys, kvtui.explain; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad); sys.exit(1 if bad else 0)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ---------------------------------------------------------------------- runner
+def test_runner_steps_the_same_events_as_the_engine(scenario):
+    sim = Simulation(scenario)
+    a = []
+    while len(a) < 500:
+        a.append(sim.step().seq)
+    r = Runner(scenario)
+    b = [r.step().seq for _ in range(500)]
+    assert a == b
+
+
+def test_advance_respects_budget_and_reaches_target(scenario):
+    r = Runner(scenario)
+    assert r.advance(5.0, budget_s=0.0) in (True, False)  # at least one slice, never hangs
+    assert r.advance(5.0, budget_s=10.0) is True
+    assert r.now >= 5.0 - 1e-9
+    seq = r.position
+    assert r.seek(["node_down"], budget_s=10.0).kind == "node_down"
+    assert r.position > seq
+
+
+def test_seek_reports_end(scenario):
+    r = Runner(scenario)
+    r.advance(1e9, budget_s=60.0)
+    assert r.ended
+    assert r.seek(["evicted"], budget_s=1.0) is None
+
+
+def test_drain_is_capped():
+    from collections import deque
+
+    from kvtui.tui.runner import _drain
+
+    q = deque(range(10))
+    out, skipped = _drain(q, 4)
+    assert out == [6, 7, 8, 9] and skipped == 6 and not q
+
+
+# ---------------------------------------------------------------------- block map cells
+def test_aggregate_cells_show_their_mix():
+    k = 4
+    state = np.array(
+        [USED] * 4 + [CACHED] * 4 + [FREE] * 4 + [PINNED] * 4 + [USED, USED, CACHED, FREE] + [CACHED, FREE, FREE, FREE],
+        dtype=np.int8,
+    )
+    owner = np.array([1] * 4 + [2] * 4 + [0] * 4 + [3] * 4 + [5, 5, 6, 0] + [4, 0, 0, 0], dtype=np.int64)
+    codes = BlockMap._aggregate(state, owner, len(state), k)
+    glyph, slot, tint = codes >> 5, (codes >> 1) & 15, codes & 1
+    assert list(glyph[:4]) == [G_USED, G_CACHED, G_FREE, G_PINNED]
+    assert list(slot[:4]) == [1, 2, 0, 3]
+    assert glyph[4] == G_BAR0 + 4 - 1  # half in use -> the 4/8 bar
+    assert BARS[glyph[4] - G_BAR0] == "▄"
+    assert tint[4] == 1 and slot[4] == 5  # rest partly cached -> tinted; owner of the busy ones
+    assert tint[0] == 0
+
+
+def test_place_marks_never_overlaps():
+    row = place_marks(30, [("50", 3), ("95", 4), ("99", 10)])
+    assert row.count("▲") == 2 and "50,95" in row and "▲99" in row and len(row) == 30
+    row = place_marks(10, [("50", 9), ("95", 9), ("99", 9)])
+    assert row.endswith("▲") and len(row) == 10
+
+
+# ---------------------------------------------------------------------- themes
+def test_theme_files_load_with_block_variables():
+    themes = {t.name: t for t in load_themes(ROOT / "themes")}
+    assert {"dark", "light", "high-contrast"} <= set(themes)
+    for t in themes.values():
+        for var in DEFAULT_VARIABLES:
+            assert var in t.variables, (t.name, var)
+    assert themes["light"].dark is False
+
+
+def test_bad_theme_file_is_an_input_error(tmp_path):
+    from kvtui.errors import InputError
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nprimary = 3\ncolour = "red"\n')
+    with pytest.raises(InputError) as e:
+        load_theme_file(bad)
+    assert "primary must be a str" in str(e.value) and "unknown theme field 'colour'" in str(e.value)
+
+
+# ---------------------------------------------------------------------- record
+def _kvtui(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "kvtui", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_record_is_deterministic(tmp_path):
+    scen = str(ROOT / "tests" / "tui" / "scenario.yaml")
+    a, b = tmp_path / "a.svg", tmp_path / "b.svg"
+    for out in (a, b):
+        p = _kvtui("record", scen, "--steps", "150", "--jump", "eviction", "--out", str(out), "--size", "90x28")
+        assert p.returncode == 0, p.stderr
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_text().startswith("<svg")
+
+
+def test_record_bad_input_exits_2_without_traceback(tmp_path):
+    for args in (
+        ["record", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "x.svg")],
+        ["record", str(ROOT / "tests/tui/scenario.yaml"), "--out", str(tmp_path / "x.svg"), "--size", "big"],
+        ["record", str(ROOT / "tests/tui/scenario.yaml"), "--out", str(tmp_path / "x.svg"), "--theme", "nope"],
+    ):
+        p = _kvtui(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert "Traceback" not in p.stderr and p.stderr.strip()
+
+
+def test_every_event_type_has_a_summary_branch():
+    # A new event type in the vocabulary should get its own sentence: this lists them.
+    names = {cls.__name__ for cls in ALL_EVENT_TYPES}
+    import inspect
+
+    import kvtui.explain as ex
+
+    src = inspect.getsource(ex)
+    missing = [n for n in names if n not in src]
+    assert not missing, f"explain.py does not mention {missing}"
