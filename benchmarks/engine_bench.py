@@ -117,7 +117,8 @@ def main() -> int:
     args = p.parse_args()
     overrides = ["workload.requests=1000"] if args.quick else []
     bench("standard (4 nodes, 512 in / 256 out, 20 req/s, roofline)", load_scenario(ROOT / "benchmarks/standard.yaml", overrides))
-    bench("scenarios/pressure.yaml", load_scenario(ROOT / "scenarios/pressure.yaml"))
+    bench("scenarios/pressure.yaml (with its WAL store)", load_scenario(ROOT / "scenarios/pressure.yaml"))
+    bench("scenarios/pressure.yaml without the store", load_scenario(ROOT / "scenarios/pressure.yaml", ["metadata=null"]))
     return 0
 
 
