@@ -42,6 +42,7 @@ from kvtui.events import (
     NodeCacheCleared,
     RequestCompleted,
     RequestPreempted,
+    RequestRejected,
     RequestScheduled,
 )
 from kvtui.scenario.model import NodeSpec
@@ -118,9 +119,13 @@ class Node:
                 f"{self.name} can hold at most {capacity}"
             )
         spec = self.spec
-        if not spec.chunked_prefill and req.prompt_tokens > spec.max_num_batched_tokens:
+        # Without chunked prefill a request (re)computes its whole sequence in one iteration,
+        # and after a recompute preemption that includes its output so far: vLLM requires
+        # max_model_len <= max_num_batched_tokens in that mode for the same reason.
+        longest = req.prompt_tokens + req.output_tokens - 1
+        if not spec.chunked_prefill and longest > spec.max_num_batched_tokens:
             return (
-                f"prompt of {req.prompt_tokens} tokens exceeds max_num_batched_tokens "
+                f"{req.prompt_tokens}+{req.output_tokens} tokens exceed max_num_batched_tokens "
                 f"{spec.max_num_batched_tokens} with chunked prefill off"
             )
         if spec.max_active is not None and self.active >= spec.max_active:
@@ -204,13 +209,15 @@ class Node:
                     done = len(durations)
                     elapsed = env.now - start
                     if elapsed < total - _EPS:
-                        # An arrival: finish the iteration in progress, then re-plan.
+                        # An arrival: finish the iteration in progress (if the arrival fell
+                        # exactly on a boundary, none is in progress), then re-plan.
                         done, end = 0, 0.0
                         while done < len(durations) - 1 and end + durations[done] <= elapsed + _EPS:
                             end += durations[done]
                             done += 1
-                        end += durations[done]
-                        done += 1
+                        if done == 0 or end < elapsed - _EPS:
+                            end += durations[done]
+                            done += 1
                         if end - elapsed > _EPS:
                             yield env.timeout(end - elapsed)
                 else:
@@ -224,7 +231,6 @@ class Node:
     def _plan(self) -> _Plan | None:
         """Decide the next segment, allocating (and evicting, preempting) as vLLM would."""
         pool = self.pool
-        bs = self.block_size
         budget = self.spec.max_num_batched_tokens
         plan = _Plan()
         preempted = False
@@ -274,10 +280,17 @@ class Node:
 
         if not plan.prefill and not plan.decode:
             if self.waiting and not running:
-                # Nothing runs and the head of the queue cannot start: only pins could cause
-                # this (admission checks capacity); fail it rather than stall the node.
+                # Nothing runs and the head of the queue cannot start. Admission checks capacity
+                # and batch limits, so this is a guard, not a path: refuse it with the numbers
+                # rather than stall the node forever.
                 stuck = self.waiting.popleft()
-                self._finish(stuck, "failed")
+                self.bus.emit(
+                    RequestRejected,
+                    request=stuck.id,
+                    node=self.name,
+                    reason=f"cannot be scheduled on {self.name}: {self.pool.free_count} blocks free, nothing running",
+                )
+                self._finish(stuck, "rejected")
             return None
 
         self._extend_decode_segment(plan)
@@ -380,8 +393,6 @@ class Node:
         finished: list[Request] = []
         prefill_tokens = 0
         for req, n in plan.prefill:
-            if req.node != self.name:
-                continue
             before = req.computed // bs
             req.computed += n
             prefill_tokens += n
@@ -393,10 +404,7 @@ class Node:
                     self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now - req.arrival)
                 if req.generated >= req.output_tokens:
                     finished.append(req)
-        name = self.name
         for req in plan.decode:
-            if req.node != name:
-                continue
             before = req.computed // bs
             req.computed += done
             req.generated += done
