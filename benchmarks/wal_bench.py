@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
               "1-8 keys, 5% routes)")
         for policy, m, us, b in st["per_op"]:
             print(f"  fsync={policy:<7} {m:>7} ops  {us:6.2f} µs/op  {b:5.1f} log bytes/op")
-        print(f"  recovery (decode + apply every op, records/s): kvtui log vs the same ops as "
+        print("  recovery (decode + apply every op, records/s): kvtui log vs the same ops as "
               "sqlite rows + the same apply")
         print(f"  {'ops':>9}  {'kvtui':>12}  {'sqlite':>12}  {'ratio':>6}")
         for m, k, s in st["recovery"]:

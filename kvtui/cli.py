@@ -11,9 +11,13 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvtui import __version__
 from kvtui.errors import InputError
+
+if TYPE_CHECKING:
+    from kvtui.scenario import Scenario
 
 COMMANDS = ("run", "compare", "record", "validate", "schema", "wal")
 
@@ -59,7 +63,7 @@ def _add_run_options(p: argparse.ArgumentParser, policy: bool = True) -> None:
     )
 
 
-def _load(args) -> "Scenario":  # noqa: F821
+def _load(args) -> "Scenario":
     from kvtui.scenario import load_scenario
 
     return load_scenario(args.scenario, args.overrides)

@@ -79,14 +79,6 @@ class RequestRejected(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class RequestQueued(Event):
-    request: str
-    node: str
-    waiting: int
-    kind: ClassVar[str] = "queued"
-
-
-@dataclass(frozen=True, slots=True)
 class RequestScheduled(Event):
     """The node's scheduler took the request into the running batch (again, after a preemption).
 
@@ -244,7 +236,6 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     RequestArrived,
     RouteDecided,
     RequestRejected,
-    RequestQueued,
     RequestScheduled,
     BlocksStored,
     BlocksEvicted,

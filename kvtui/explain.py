@@ -32,7 +32,6 @@ from kvtui.events import (
     RequestArrived,
     RequestCompleted,
     RequestPreempted,
-    RequestQueued,
     RequestRejected,
     RequestScheduled,
     RouteDecided,
@@ -153,8 +152,6 @@ def summary(ev: Event) -> str:
         return f"END {ev.reason}"
     if isinstance(ev, RequestArrived):
         return f"{ev.request} arrives ({ev.group}, turn {ev.turn}, {fmt_int(ev.prompt_tokens)}+{fmt_int(ev.output_tokens)} tokens)"
-    if isinstance(ev, RequestQueued):
-        return f"{ev.request} queued on {ev.node} ({ev.waiting} waiting)"
     if isinstance(ev, RequestScheduled):
         what = "resumes" if ev.resumed else "starts"
         return f"{ev.node} {what} {ev.request}: {ev.hit_blocks}/{ev.prompt_blocks} cached, {ev.new_blocks} new blocks"
@@ -310,7 +307,6 @@ def _explain_preempted(ev: RequestPreempted, sim, history: History | None) -> st
 
 
 def _explain_scheduled(ev: RequestScheduled, sim, history: History | None) -> str:
-    bs = _block_size(sim)
     what = "resumes" if ev.resumed else "starts"
     out = [f"{ev.node} {what} {ev.request}."]
     if ev.prompt_blocks:
@@ -396,8 +392,6 @@ def explain(ev: Event | None, sim: "Simulation | None" = None, history: History 
             f"= {_plural(ev.prompt_tokens // bs, 'full block')} of {bs} (only full blocks can be cached) "
             f"and asks for {fmt_int(ev.output_tokens)} output tokens."
         )
-    if isinstance(ev, RequestQueued):
-        return f"{ev.request} waits in {ev.node}'s queue ({ev.waiting} waiting): the running batch has no room for it yet."
     if isinstance(ev, BlocksStored):
         last = ev.first_index + len(ev.keys) - 1
         return (

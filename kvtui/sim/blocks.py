@@ -92,11 +92,6 @@ class BlockPool:
     def cached_count(self) -> int:
         return len(self.cached)
 
-    def cached_idle_count(self) -> int:
-        """Cached blocks no request uses: the ones an allocation may evict."""
-        key = self.key
-        return sum(1 for b in self.free_queue if key[b] is not None)
-
     def lookup(self, keys: Iterable[int], limit: int) -> list[int]:
         """Block ids of the longest run of leading `keys` cached here, at most `limit` of them."""
         hits: list[int] = []

@@ -13,7 +13,7 @@ numbers (or none) cannot shift the workload's draws.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 import simpy
@@ -129,7 +129,7 @@ class Simulation:
             node = Node(spec, node_capacity(scenario, spec), self.block_size, self.latency, self.bus, self._finished)
             self.nodes.append(node)
             self.node_by_name[node.name] = node
-        self.metrics.set_nodes({n.name: n.pool.num_blocks for n in self.nodes})
+        self.metrics.set_nodes([n.name for n in self.nodes])
 
         kwargs = {"fill": scenario.router.fill} if self.policy_name == "cache_aware" else {}
         self.policy = make_policy(self.policy_name, **kwargs)
@@ -254,7 +254,6 @@ class Simulation:
         self._finished(req, "rejected")
 
     def _finished(self, req: Request, outcome: str) -> None:
-        req.outcome = outcome
         if req.done is not None and not req.done.triggered:
             req.done.succeed(outcome)
 
@@ -281,7 +280,6 @@ class Simulation:
         for r in requests:
             r.restart()
             if in_flight == "reroute":
-                r.reroutes += 1
                 self._route_later(r)
             else:
                 self._finished(r, "failed")
@@ -348,10 +346,6 @@ class Simulation:
             return out.popleft()
         finally:
             self.bus.keep_outbox = False
-
-    def pending_events(self) -> Iterable[Event]:
-        """Events already emitted but not yet returned by step() (one simpy step can emit several)."""
-        return tuple(self.bus.outbox)
 
     def run_until(self, t: float) -> None:
         """Advance sim time to `t` (events go to listeners; the step outbox is left alone)."""

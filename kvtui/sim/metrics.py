@@ -59,8 +59,9 @@ class Metrics:
     served: dict[str, int] = field(default_factory=dict)
     evicted_by_node: dict[str, int] = field(default_factory=dict)
 
-    def set_nodes(self, capacity: dict[str, int]) -> None:
-        for name in capacity:
+    def set_nodes(self, names: list[str]) -> None:
+        """Give every node a row from the start, so a node that served nothing still shows 0."""
+        for name in names:
             self.served.setdefault(name, 0)
             self.evicted_by_node.setdefault(name, 0)
 

@@ -91,7 +91,6 @@ class Node:
         self.peak_used = 0
         self.preemptions = 0
         self.pins: list[tuple[str, list[int]]] = []
-        self._admissions = 0
         self._wake: simpy.Event | None = None
         self._up_event: simpy.Event | None = None
         self._busy = False
@@ -322,8 +321,6 @@ class Node:
         if not resumed:
             req.cached_tokens = computed
             req.hit_blocks = len(matched)
-        self._admissions += 1
-        req.admitted_seq = self._admissions
         self.running.append(req)
         self.bus.emit(
             RequestScheduled,

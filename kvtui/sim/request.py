@@ -35,14 +35,7 @@ class Request:
     first_token_at: float | None = None
     finished_at: float | None = None
     preemptions: int = 0
-    reroutes: int = 0
-    admitted_seq: int = 0  # order of (re)admission to the running batch; newest preempted first
-    outcome: str | None = None  # completed | rejected | failed
     done: object = None  # the simpy event the workload waits on; the engine succeeds it
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.output_tokens
 
     def restart(self) -> None:
         """Back to the very start: its node failed and the request is sent again elsewhere."""

@@ -28,11 +28,10 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from kvtui.store import header
+
 MAGIC = b"KVTWALS1"
-VERSION = 1
-HEADER = struct.Struct("<8sHHQQQI")
-HEADER_SIZE = HEADER.size + 4  # + own crc = 44
-_CRC = struct.Struct("<I")
+HEADER_SIZE = header.SIZE  # 44: index, first seq, previous header's crc, own crc
 _NAME = re.compile(r"^wal-(\d{8})\.log$")
 
 # Preallocation fill. The writer keeps some room ahead of the write position filled with this
@@ -53,6 +52,7 @@ def content_end(data, start: int) -> int:
 CURRENT = "CURRENT"
 _CUR_MAGIC = b"KVTCUR01"
 _CUR = struct.Struct("<8sQQ")
+_CRC = struct.Struct("<I")
 
 
 class SegmentHeaderError(ValueError):
@@ -81,23 +81,11 @@ def parse_segment_name(name: str) -> int | None:
 
 
 def encode_header(log_id: int, index: int, first_seq: int, prev_crc: int) -> tuple[bytes, int]:
-    body = HEADER.pack(MAGIC, VERSION, 0, log_id, index, first_seq, prev_crc)
-    crc = zlib.crc32(body)
-    return body + _CRC.pack(crc), crc
+    return header.pack(MAGIC, log_id, index, first_seq, prev_crc)
 
 
 def decode_header(buf: bytes) -> SegmentHeader:
-    if len(buf) < HEADER_SIZE:
-        raise SegmentHeaderError(f"segment header truncated ({len(buf)} of {HEADER_SIZE} bytes)")
-    body = bytes(buf[: HEADER.size])
-    (crc,) = _CRC.unpack_from(buf, HEADER.size)
-    if zlib.crc32(body) != crc:
-        raise SegmentHeaderError("segment header checksum mismatch")
-    magic, version, _, log_id, index, first_seq, prev_crc = HEADER.unpack(body)
-    if magic != MAGIC:
-        raise SegmentHeaderError(f"not a kvtui WAL segment (magic {magic!r})")
-    if version != VERSION:
-        raise SegmentHeaderError(f"unsupported segment version {version}")
+    log_id, index, first_seq, prev_crc, crc = header.unpack(buf, MAGIC, "WAL segment", SegmentHeaderError)
     if first_seq < 1:
         raise SegmentHeaderError("segment header names first seq 0")
     return SegmentHeader(log_id, index, first_seq, prev_crc, crc)

@@ -20,18 +20,15 @@ reason).
 from __future__ import annotations
 
 import re
-import struct
 import zlib
 from dataclasses import dataclass
 
+from kvtui.store import header
 from kvtui.store.fs import RealFS, write_atomic
 
 MAGIC = b"KVTSNAP1"
-VERSION = 1
-HEADER = struct.Struct("<8sHHQQQI")
-HEADER_SIZE = HEADER.size + 4
+HEADER_SIZE = header.SIZE
 KEEP = 2
-_CRC = struct.Struct("<I")
 _NAME = re.compile(r"^snap-(\d{16})\.snap$")
 
 
@@ -57,23 +54,12 @@ def parse_snapshot_name(name: str) -> int | None:
 
 
 def encode(log_id: int, seq: int, payload: bytes) -> bytes:
-    body = HEADER.pack(MAGIC, VERSION, 0, log_id, seq, len(payload), zlib.crc32(payload))
-    return body + _CRC.pack(zlib.crc32(body)) + payload
+    return header.pack(MAGIC, log_id, seq, len(payload), zlib.crc32(payload))[0] + payload
 
 
 def decode(buf: bytes) -> tuple[SnapshotHeader, memoryview]:
     """Header and payload of a snapshot file's bytes, or SnapshotError."""
-    if len(buf) < HEADER_SIZE:
-        raise SnapshotError(f"snapshot truncated ({len(buf)} bytes, header needs {HEADER_SIZE})")
-    body = bytes(buf[: HEADER.size])
-    (crc,) = _CRC.unpack_from(buf, HEADER.size)
-    if zlib.crc32(body) != crc:
-        raise SnapshotError("snapshot header checksum mismatch")
-    magic, version, _, log_id, seq, length, pcrc = HEADER.unpack(body)
-    if magic != MAGIC:
-        raise SnapshotError(f"not a kvtui snapshot (magic {magic!r})")
-    if version != VERSION:
-        raise SnapshotError(f"unsupported snapshot version {version}")
+    log_id, seq, length, pcrc, _ = header.unpack(buf, MAGIC, "snapshot", SnapshotError)
     payload = memoryview(buf)[HEADER_SIZE:]
     if len(payload) != length:
         raise SnapshotError(f"snapshot payload is {len(payload)} bytes, header says {length}")

@@ -59,9 +59,13 @@ class Acks:
     frames = 0
 
 
-def workload(d: str, fs, policy: str, batches, acks: Acks) -> MetadataStore:
+def workload(d: str, fs, policy: str, batches, acks: Acks, opened: list | None = None) -> MetadataStore:
+    """Apply `batches` with a flush after each; `opened` receives the store once it exists, so a
+    caller can inspect it after an injected failure interrupts the run."""
     s = MetadataStore.open(d, fsync=policy, snapshot_every=0, segment_bytes=4096,
                            batch_records=1 << 20, fs=fs)
+    if opened is not None:
+        opened.append(s)
     for i, batch in enumerate(batches):
         for op in batch:
             do(s, op)
@@ -237,27 +241,18 @@ def test_io_error_at_every_operation_stops_the_writer(tmp_path, policy, seed):
         d = str(tmp_path / f"k{k}")
         fs = FaultFS(d, fail_at=k, fail_errno=errno.EIO if k % 3 else errno.ENOSPC)
         acks = Acks()
-        s = None
+        opened: list = []
         try:
-            s = MetadataStore.open(d, fsync=policy, snapshot_every=0, segment_bytes=4096,
-                                   batch_records=1 << 20, fs=fs)
-            for i, batch in enumerate(batches):
-                for op in batch:
-                    do(s, op)
-                s.flush()
-                acks.frames = i + 1
-                if (i + 1) % SNAPSHOT_EVERY == 0:
-                    s.snapshot()
-            s.close()
+            workload(d, fs, policy, batches, acks, opened)
             pytest.fail(f"op {k} did not fail")
         except LogFailed:
             assert fs.failed_op is not None and fs.failed_op[0] == k
+            (s,) = opened
             _after_failure_everything_refuses(s, fs)
-            op_name = fs.failed_op[1]
             assert not any(o == "fsync" for o, _ in fs.trace[k + 1:]), "fsync retried"
             s.crash()
         except OSError:
-            assert s is None  # failed while opening/creating: nothing was acknowledged
+            assert not opened  # failed while opening/creating: nothing was acknowledged
         fs.power_loss()  # the worst case: only what was fsynced before the error survives
         if not os.path.isdir(d):
             continue

@@ -8,7 +8,7 @@ of turn k+1. A new session, or one whose node is down or full, goes to the least
 from __future__ import annotations
 
 from kvtui.sim.request import Request
-from kvtui.sim.router.base import ClusterView, Decision, Policy, candidates, least_loaded, no_eligible, observe
+from kvtui.sim.router.base import ClusterView, Decision, NodeState, Policy, candidates, least_loaded
 from kvtui.sim.router.registry import register
 
 
@@ -16,11 +16,7 @@ from kvtui.sim.router.registry import register
 class SessionAffinity(Policy):
     name = "session_affinity"
 
-    def decide(self, req: Request, view: ClusterView) -> Decision:
-        states = observe(req, view)
-        ok = [s for s in states if s.eligible]
-        if not ok:
-            return no_eligible(states)
+    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
         home = view.sessions.get(req.session)
         scores = {s.name: (1.0 if s.name == home else 0.0) for s in ok}
         for s in ok:

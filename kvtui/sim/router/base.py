@@ -115,9 +115,19 @@ def no_eligible(states: list[NodeState]) -> Decision:
 
 
 class Policy:
-    """Base class: `decide` picks a node among the eligible ones."""
+    """Base class: observe every node, filter out the ineligible ones (llm-d's filter step),
+    and let the policy's `choose` pick among the rest; with none left, the request is refused
+    with every node's reason."""
 
     name = "policy"
 
     def decide(self, req: Request, view: ClusterView) -> Decision:
+        states = observe(req, view)
+        ok = [s for s in states if s.eligible]
+        if not ok:
+            return no_eligible(states)
+        return self.choose(req, view, states, ok)
+
+    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
+        """Pick among `ok` (non-empty); `states` holds every node, for the candidate list."""
         raise NotImplementedError

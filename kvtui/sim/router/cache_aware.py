@@ -24,8 +24,6 @@ from kvtui.sim.router.base import (
     Policy,
     candidates,
     least_loaded,
-    no_eligible,
-    observe,
 )
 from kvtui.sim.router.registry import register
 
@@ -37,11 +35,7 @@ class CacheAware(Policy):
     def __init__(self, fill: str = "least_loaded") -> None:
         self.fill = fill
 
-    def decide(self, req: Request, view: ClusterView) -> Decision:
-        states = observe(req, view)
-        ok = [s for s in states if s.eligible]
-        if not ok:
-            return no_eligible(states)
+    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
         total = req.prompt_tokens // view.block_size
         scores = {s.name: float(s.prefix) for s in ok}
         cands = candidates(states, scores)

@@ -22,7 +22,6 @@ class KVIndex:
 
     def __init__(self) -> None:
         self._where: dict[int, set[str]] = {}
-        self._count: dict[str, int] = {}
 
     def on_event(self, ev: Event) -> None:
         if type(ev) is BlocksStored:
@@ -35,35 +34,24 @@ class KVIndex:
     def reset(self, where: dict[int, Iterable[str]]) -> None:
         """Replace the whole index (after the control plane recovered it from its log)."""
         self._where = {k: set(nodes) for k, nodes in where.items() if nodes}
-        self._count = {}
-        for nodes in self._where.values():
-            for n in nodes:
-                self._count[n] = self._count.get(n, 0) + 1
 
     def add(self, node: str, keys: Iterable[int]) -> None:
         where = self._where
-        n = 0
         for k in keys:
             s = where.get(k)
             if s is None:
                 where[k] = {node}
-                n += 1
-            elif node not in s:
+            else:
                 s.add(node)
-                n += 1
-        self._count[node] = self._count.get(node, 0) + n
 
     def remove(self, node: str, keys: Iterable[int]) -> None:
         where = self._where
-        n = 0
         for k in keys:
             s = where.get(k)
             if s is not None and node in s:
                 s.discard(node)
-                n += 1
                 if not s:
                     del where[k]
-        self._count[node] = self._count.get(node, 0) - n
 
     def clear(self, node: str) -> None:
         for k in [k for k, s in self._where.items() if node in s]:
@@ -87,6 +75,3 @@ class KVIndex:
 
     def keys_on(self, node: str) -> set[int]:
         return {k for k, s in self._where.items() if node in s}
-
-    def blocks_on(self, node: str) -> int:
-        return self._count.get(node, 0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvtui.sim.request import Request
-from kvtui.sim.router.base import ClusterView, Decision, Policy, candidates, least_loaded, no_eligible, observe
+from kvtui.sim.router.base import ClusterView, Decision, NodeState, Policy, candidates, least_loaded
 from kvtui.sim.router.registry import register
 
 
@@ -16,16 +16,14 @@ class RoundRobin(Policy):
     def __init__(self) -> None:
         self._next = 0
 
-    def decide(self, req: Request, view: ClusterView) -> Decision:
-        states = observe(req, view)
+    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
         n = len(states)
         for step in range(n):
             s = states[(self._next + step) % n]
             if s.eligible:
                 self._next = (self._next + step + 1) % n
-                scores = {s.name: 1.0}
-                return Decision(s.name, f"round robin: {s.name} is next in turn", candidates(states, scores))
-        return no_eligible(states)
+                return Decision(s.name, f"round robin: {s.name} is next in turn", candidates(states, {s.name: 1.0}))
+        raise AssertionError("choose is only called with an eligible node")
 
 
 @register("random")
@@ -34,11 +32,7 @@ class RandomPick(Policy):
 
     name = "random"
 
-    def decide(self, req: Request, view: ClusterView) -> Decision:
-        states = observe(req, view)
-        ok = [s for s in states if s.eligible]
-        if not ok:
-            return no_eligible(states)
+    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
         pick = ok[int(view.rng.integers(len(ok)))]
         return Decision(pick.name, f"random: drew {pick.name} of {len(ok)} eligible", candidates(states, {pick.name: 1.0}))
 
@@ -49,11 +43,7 @@ class LeastLoaded(Policy):
 
     name = "least_loaded"
 
-    def decide(self, req: Request, view: ClusterView) -> Decision:
-        states = observe(req, view)
-        ok = [s for s in states if s.eligible]
-        if not ok:
-            return no_eligible(states)
+    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
         pick = least_loaded(ok)
         scores = {s.name: -float(s.active) for s in ok}
         others = ", ".join(str(s.active) for s in ok if s is not pick) or "none"
