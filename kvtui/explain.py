@@ -326,7 +326,7 @@ def _explain_scheduled(ev: RequestScheduled, sim, history: History | None) -> st
 def _explain_node_down(ev: NodeDown, sim, history: History | None) -> str:
     out = [f"{ev.node} fails: its GPU memory is gone, with {_plural(ev.lost_blocks, 'block')} in use and every cached prefix."]
     if ev.rerouted:
-        out.append(f"{_plural(len(ev.rerouted), 'in-flight request')} ({_names(ev.rerouted)}) go back to the router and start over elsewhere.")
+        out.append(f"{_plural(len(ev.rerouted), 'in-flight request')} ({_names(ev.rerouted)}) {'goes back to the router and starts' if len(ev.rerouted) == 1 else 'go back to the router and start'} over elsewhere.")
     if ev.failed:
         out.append(f"{_plural(len(ev.failed), 'in-flight request')} ({_names(ev.failed)}) fail.")
     if not ev.rerouted and not ev.failed:
