@@ -30,10 +30,9 @@ from kvtui.events import (
 )
 from kvtui.scenario.model import Scenario, ScriptedEvent
 from kvtui.sim.control_plane import ControlPlane
-from kvtui.sim.latency import LinearModel, RooflineModel
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
-from kvtui.sim.profiles import HARDWARE, MODELS, derived_kv_blocks
+from kvtui.sim.deployment import build_latency, node_capacity
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import ClusterView
 from kvtui.sim.router.kv_index import KVIndex
@@ -84,26 +83,6 @@ class Bus:
         return ev
 
 
-def build_latency(scenario: Scenario):
-    lat = scenario.latency
-    if lat.model == "linear":
-        return LinearModel(lat.prefill_ms_per_token / 1000.0, lat.decode_ms_per_token / 1000.0)
-    return RooflineModel(
-        HARDWARE[scenario.cluster.hardware],
-        MODELS[scenario.model],
-        lat.compute_efficiency,
-        lat.memory_efficiency,
-        lat.iteration_overhead_ms / 1000.0,
-    )
-
-
-def node_capacity(scenario: Scenario, spec) -> int:
-    if spec.kv_blocks is not None:
-        return spec.kv_blocks
-    hw = HARDWARE[spec.hardware or scenario.cluster.hardware]
-    return derived_kv_blocks(hw, MODELS[scenario.model], scenario.cluster.block_size, spec.gpu_memory_utilization)
-
-
 class Simulation:
     def __init__(self, scenario: Scenario, seed: int | None = None, policy: str | None = None):
         self.scenario = scenario
@@ -117,7 +96,6 @@ class Simulation:
         self.router_rng = np.random.default_rng(router_seq)
 
         self.block_size = scenario.cluster.block_size
-        self.latency = build_latency(scenario)
         self.routing_overhead = scenario.router.routing_overhead_ms / 1000.0
         self.index = KVIndex()
         self.metrics = Metrics()
@@ -126,7 +104,7 @@ class Simulation:
         self.nodes: list[Node] = []
         self.node_by_name: dict[str, Node] = {}
         for spec in scenario.cluster.nodes:
-            node = Node(spec, node_capacity(scenario, spec), self.block_size, self.latency, self.bus, self._finished)
+            node = Node(spec, node_capacity(scenario, spec), self.block_size, build_latency(scenario, spec), self.bus, self._finished)
             self.nodes.append(node)
             self.node_by_name[node.name] = node
         self.metrics.set_nodes([n.name for n in self.nodes])
