@@ -67,6 +67,8 @@ class RouteDecided(Event):
     candidates: tuple[Candidate, ...]
     prompt_blocks: int
     session: str
+    margin: float = 0.0  # the pick's lead over the runner-up in the policy's own score
+    stale: str = ""  # when the index misled this decision: what it said against the pool
     kind: ClassVar[str] = "routed"
 
 
@@ -107,6 +109,7 @@ class BlocksStored(Event):
     keys: tuple[int, ...]
     parent_key: int | None
     first_index: int
+    medium: str = "gpu"  # the tier now holding them: "gpu", or "cpu" for the offload tier
     kind: ClassVar[str] = "stored"
 
 
@@ -121,6 +124,7 @@ class BlocksEvicted(Event):
     keys: tuple[int, ...]
     groups: tuple[str, ...]
     for_request: str
+    medium: str = "gpu"  # the tier they left
     kind: ClassVar[str] = "evicted"
 
 
@@ -158,6 +162,10 @@ class RequestCompleted(Event):
     tpot: float
     e2e: float
     preemptions: int
+    # The request's SLOs in seconds (None: none set), so the metrics judge attainment and
+    # goodput from the event alone. `tpot` is 0.0 for a 1-token output; TPOT statistics skip it.
+    slo_ttft: float | None = None
+    slo_tpot: float | None = None
     kind: ClassVar[str] = "completed"
 
 

@@ -229,11 +229,18 @@ def _explain_route(ev: RouteDecided, sim, history: History | None) -> str:
     load = ""
     if chosen is not None:
         load = (
-            f" {ev.node} has {fmt_int(chosen.feature('active'))} active "
-            f"({fmt_int(chosen.feature('waiting'))} waiting) and {fmt_int(chosen.feature('free'))} free blocks."
+            f" {ev.node} has {fmt_int(chosen.feature('run'))} running, {fmt_int(chosen.feature('wait'))} waiting "
+            f"and {100 * chosen.feature('kv_util'):.0f}% of its KV cache in use."
         )
     reason = ev.reason
     out.append(f"So {ev.policy} routes to {ev.node}: {reason}.{load}")
+    eligible = sum(1 for c in cands if c.eligible)
+    if eligible > 1 and ev.margin == 0:
+        out.append("It tied with another node; the seeded RNG drew the winner.")
+    elif eligible > 1:
+        out.append(f"Its lead over the runner-up is {ev.margin:g} in {ev.policy}'s own score.")
+    if ev.stale:
+        out.append(f"The index was stale here: {ev.stale} (KV events reach the router late).")
     if chosen is not None and total:
         p = int(chosen.feature("prefix"))
         if p >= total:
@@ -408,9 +415,14 @@ def explain(ev: Event | None, sim: "Simulation | None" = None, history: History 
             else f"none of its {fmt_int(ev.prompt_tokens)} prompt tokens came from cache (miss)"
         )
         pre = f" It was preempted {ev.preemptions} time(s)." if ev.preemptions else ""
+        decode = (
+            f"TPOT {fmt_ms(ev.tpot)} per token over {fmt_int(ev.output_tokens)} tokens"
+            if ev.output_tokens > 1
+            else "a single output token (no TPOT)"
+        )
         return (
-            f"{ev.request} completes on {ev.node}: TTFT {fmt_ms(ev.ttft)}, TPOT {fmt_ms(ev.tpot)} per token over "
-            f"{fmt_int(ev.output_tokens)} tokens, end to end {fmt_ms(ev.e2e)}. {cached}.{pre} Its blocks stay cached "
+            f"{ev.request} completes on {ev.node}: TTFT {fmt_ms(ev.ttft)}, {decode}, "
+            f"end to end {fmt_ms(ev.e2e)}. {cached}.{pre} Its blocks stay cached "
             f"(idle) until an allocation evicts them."
         )
     if isinstance(ev, BatchStepped):

@@ -21,7 +21,7 @@ def run_collecting(scenario, seed=None):
 
     def index_matches_pools(ev):
         for node in sim.nodes:
-            checks.append(set(node.pool.cached) == sim.index.keys_on(node.name))
+            checks.append(set(node.pool.cached) == sim.router.index.keys_on(node.name))
 
     sim.subscribe(index_matches_pools, (ControlPlaneRecovered,))
     sim.run()
@@ -68,7 +68,7 @@ def test_requests_wait_while_the_control_plane_recovers():
     sim.run_until(20.0 + 1e-9)
     assert sim.control_plane.down
     sim.run_until(20.0 + 0.2)
-    waiting = len(sim.control_plane.waiting)
+    waiting = len(sim.router.held)
     sim.run()
     sim.close()
     assert waiting > 0  # arrivals during the downtime were held, then routed

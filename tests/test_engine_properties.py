@@ -20,7 +20,7 @@ from kvtui.scenario.model import (
     Workload,
 )
 from kvtui.sim.engine import Simulation
-from kvtui.sim.router.registry import POLICY_NAMES
+from kvtui.scenario.policies import POLICY_NAMES
 
 
 def dist(lo: int, hi: int) -> Dist:
@@ -86,7 +86,7 @@ def check_invariants(sim: Simulation, arrived: int) -> None:
     for node in sim.nodes:
         node.pool.check()  # used + free = total, no negative count, free queue holds only idle blocks
         if not recovering:  # while the control plane recovers, the router has no index at all
-            assert set(node.pool.cached) == sim.index.keys_on(node.name), "KV index disagrees with the pool"
+            assert set(node.pool.cached) == sim.router.index.keys_on(node.name), "KV index disagrees with the pool"
         for req in node.running:
             assert len(req.blocks) * sim.block_size >= req.computed
     m = sim.metrics

@@ -75,6 +75,9 @@ class Arrival:
     users: int = field(default=1, metadata=doc("closed loop: concurrent users", min=1))
     think_time_s: Dist = field(default_factory=lambda: fixed(0.0), metadata=doc("closed loop: pause between sessions"))
     schedule: tuple[RatePoint, ...] = field(default=(), metadata=doc("open loop: stepwise rate changes"))
+    ladder: tuple[float, ...] = field(
+        default=(), metadata=doc("QPS ladder: rates (req/s) that `kvtui compare --ladder` runs one by one")
+    )
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,12 @@ class NodeSpec:
     gpu_memory_utilization: float = field(
         default=0.9, metadata=doc("share of GPU memory vLLM may use (weights + KV)", min=0.05, max=1.0)
     )
+    tensor_parallel: int | None = field(
+        default=None, metadata=doc("GPUs in this node's tensor-parallel group; defaults to the cluster's", min=1, max=64)
+    )
+    kv_cache_dtype: Literal["bf16", "fp8"] | None = field(
+        default=None, metadata=doc("KV cache element type (fp8 halves the bytes per token); defaults to the cluster's")
+    )
     max_num_seqs: int = field(default=64, metadata=doc("most requests running in one batch", min=1))
     max_num_batched_tokens: int = field(default=8192, metadata=doc("token budget of one iteration", min=1))
     chunked_prefill: bool = field(default=True, metadata=doc("split long prefills across iterations"))
@@ -147,6 +156,8 @@ class NodeSpec:
 class Cluster:
     block_size: int = field(default=16, metadata=doc("tokens per KV block", min=1, max=4096))
     hardware: str = field(default="h100-80gb", metadata=doc("default hardware profile of the nodes"))
+    tensor_parallel: int = field(default=1, metadata=doc("default GPUs per node (one tensor-parallel group, one scheduler)", min=1, max=64))
+    kv_cache_dtype: Literal["bf16", "fp8"] = field(default="bf16", metadata=doc("default KV cache element type"))
     nodes: tuple[NodeSpec, ...] = field(default=(NodeSpec(),), metadata=doc("the model servers"))
 
 
@@ -162,17 +173,134 @@ class Latency:
     model: Literal["linear", "roofline"] = field(default="roofline", metadata=doc("latency model"))
     prefill_ms_per_token: float = field(default=1.0, metadata=doc("linear: ms per uncached prompt token", min=0))
     decode_ms_per_token: float = field(default=1.0, metadata=doc("linear: ms per output token", min=0))
-    compute_efficiency: float = field(default=0.5, metadata=doc("roofline: achieved share of peak FLOP/s", min=0.01, max=1))
-    memory_efficiency: float = field(default=0.8, metadata=doc("roofline: achieved share of HBM bandwidth", min=0.01, max=1))
+    compute_efficiency: float | None = field(
+        default=None, metadata=doc("roofline: achieved share of peak FLOP/s; default the hardware profile's (calibrated)", min=0.01, max=1)
+    )
+    memory_efficiency: float | None = field(
+        default=None, metadata=doc("roofline: achieved share of HBM bandwidth; default the hardware profile's (calibrated)", min=0.01, max=1)
+    )
     iteration_overhead_ms: float = field(default=0.5, metadata=doc("roofline: fixed CPU cost per iteration", min=0))
 
 
 @dataclass(frozen=True)
+class MediumWeights:
+    """How much a cached block counts by where it is held (llm-d's per-tier backend weights)."""
+
+    gpu: float = field(default=1.0, metadata=doc("weight of a block cached in GPU memory", min=0, max=1))
+    cpu: float = field(default=0.8, metadata=doc("weight of a block held in the CPU offload tier", min=0, max=1))
+
+
+@dataclass(frozen=True)
+class KVIndexConfig:
+    """The router's global KV-block index (llm-d's kvcache.Indexer).
+
+    precise: block key -> nodes, fed only by the nodes' KV events, `delay_ms` late;
+    approximate: what the router itself sent to each node (no KV events), bounded per node.
+    """
+
+    mode: Literal["precise", "approximate"] = field(default="precise", metadata=doc("where the index learns what is cached"))
+    scorer: Literal["longest_prefix", "highest_hit", "coverage"] = field(
+        default="longest_prefix",
+        metadata=doc("longest_prefix: consecutive blocks from the first; highest_hit: position of the last block hit; coverage: blocks hit"),
+    )
+    delay_ms: float = field(default=0.0, metadata=doc("KV events reach the index this late (a stale index)", min=0, max=3_600_000))
+    medium_weights: MediumWeights = field(default_factory=MediumWeights, metadata=doc("per-tier block weights"))
+    approx_blocks_per_node: int | None = field(
+        default=None,
+        metadata=doc("approximate mode: block keys remembered per node (LRU); default the node's KV capacity", min=1),
+    )
+
+
+@dataclass(frozen=True)
+class ScorerWeights:
+    """load_prefix: the weights of the llm-d scheduler profile's scorers.
+
+    Presets: llm-d (prefix 3, queue 2, kv 2, the llm-d scheduler's default profile), seed-111
+    and seed-322 (the predicted-latency blog's (1,1,1) and (3,2,2)). A weight given here
+    overrides the preset's.
+    """
+
+    preset: Literal["llm-d", "seed-111", "seed-322"] = field(default="llm-d", metadata=doc("weight preset"))
+    prefix: float | None = field(default=None, metadata=doc("weight of the prefix-cache scorer", min=0))
+    queue: float | None = field(default=None, metadata=doc("weight of the queue scorer", min=0))
+    kv: float | None = field(default=None, metadata=doc("weight of the KV-cache-utilisation scorer", min=0))
+
+
+@dataclass(frozen=True)
+class DynamoConfig:
+    """dynamo: NVIDIA Dynamo KV router's cost function (defaults: Dynamo's KvRouterConfig)."""
+
+    overlap_score_weight: float = field(
+        default=1.0, metadata=doc("weight of prefill blocks against decode blocks (Dynamo --kv-overlap-score-weight)", min=0, max=1000)
+    )
+    temperature: float = field(
+        default=0.0,
+        metadata=doc("0: lowest cost wins; >0: softmax sampling over min-max normalised costs (Dynamo --router-temperature)", min=0, max=1000),
+    )
+
+
+@dataclass(frozen=True)
+class SGLangConfig:
+    """sglang_cache_aware: SGLang model gateway's cache-aware policy (defaults: its CLI's, main.rs)."""
+
+    balance_abs_threshold: int = field(default=64, metadata=doc("imbalanced when max-min load exceeds this", min=0))
+    balance_rel_threshold: float = field(default=1.5, metadata=doc("... and max load exceeds this x min load", min=1))
+    cache_threshold: float = field(default=0.3, metadata=doc("route by tree match only above this match rate", min=0, max=1))
+    eviction_interval_s: float = field(
+        default=120.0, metadata=doc("sim seconds between LRU eviction passes over the approximate tree; 0: never", min=0)
+    )
+    max_tree_size: int = field(
+        default=1_048_576,
+        metadata=doc("blocks each node may hold in the approximate tree before LRU eviction (SGLang: 2^26 characters)", min=1),
+    )
+    fallback: Literal["least_loaded", "smallest_tree"] = field(
+        default="least_loaded",
+        metadata=doc("below cache_threshold: least loaded (sgl-model-gateway) or smallest tree (older sgl-router)"),
+    )
+
+
+@dataclass(frozen=True)
+class PredictedLatencyConfig:
+    """predicted_latency: llm-d's predicted-latency scheduler (seed 002)."""
+
+    affinity_threshold: float = field(default=0.80, metadata=doc("prefix score that makes a node sticky", min=0, max=1))
+    explore_probability: float = field(default=0.01, metadata=doc("chance to ignore the affinity gate", min=0, max=1))
+    load_gate_ms: float = field(default=5000.0, metadata=doc("break affinity when the sticky node's TTFT is this much worse", min=0))
+    positive_tier_probability: float = field(default=0.99, metadata=doc("chance to choose among nodes with headroom", min=0, max=1))
+    ttft_weight: float = field(default=0.8, metadata=doc("share of TTFT headroom in the blend (TPOT gets the rest)", min=0, max=1))
+    regressor: Literal["linear", "xgboost"] = field(default="linear", metadata=doc("online regressor (xgboost needs kvtui[xgboost])"))
+    strict_affinity_threshold: float = field(
+        default=0.0,
+        metadata=doc("a second affinity gate before the SLO tiers (llm-d's chart profile uses 0.99); 0: off", min=0, max=1),
+    )
+    picker: Literal["max", "weighted_random"] = field(
+        default="max",
+        metadata=doc("max: greedy best score (the blog); weighted_random: sample by score (llm-d's chart profile)"),
+    )
+    bucket_size: int = field(default=500, metadata=doc("training samples kept per stratification bucket (newest)", min=1))
+    kv_buckets: int = field(default=10, metadata=doc("KV-usage buckets of the training window (10: steps of 10 %)", min=1, max=100))
+    min_samples: int = field(default=10, metadata=doc("samples before the first fit (cold fallback until then)", min=2))
+    retrain_interval_s: float = field(default=1.0, metadata=doc("sim seconds between retrains (when new samples came)", min=0))
+    retrain_samples: int = field(default=0, metadata=doc("also retrain after this many new samples; 0: only by time", min=0))
+    ensemble_split: int = field(
+        default=200, metadata=doc("separate queued / not-queued models once each has this many samples; 0: never", min=0)
+    )
+    mape_window: int = field(default=100, metadata=doc("predictions per MAPE window in the report", min=1))
+
+
+@dataclass(frozen=True)
 class Router:
-    policy: str = field(default="cache_aware", metadata=doc("routing policy name (see `kvtui run --help`)"))
+    policy: str = field(default="load_prefix", metadata=doc("routing policy name (see `kvtui run --help`)"))
     routing_overhead_ms: float = field(default=0.0, metadata=doc("time the router takes per request", min=0))
     fill: Literal["least_loaded", "best_fit"] = field(
         default="least_loaded", metadata=doc("cache_aware: where a miss goes")
+    )
+    index: KVIndexConfig = field(default_factory=KVIndexConfig, metadata=doc("the global KV-block index"))
+    weights: ScorerWeights = field(default_factory=ScorerWeights, metadata=doc("load_prefix: scorer weights"))
+    dynamo: DynamoConfig = field(default_factory=DynamoConfig, metadata=doc("dynamo policy knobs"))
+    sglang: SGLangConfig = field(default_factory=SGLangConfig, metadata=doc("sglang_cache_aware policy knobs"))
+    predicted_latency: PredictedLatencyConfig = field(
+        default_factory=PredictedLatencyConfig, metadata=doc("predicted_latency policy knobs")
     )
 
 
@@ -203,11 +331,52 @@ class Metadata:
 
 
 @dataclass(frozen=True)
+class HardwareProfile:
+    """A GPU's figures, under the top-level `hardware:` mapping (name -> figures).
+
+    Same keys as the shipped kvtui/profiles/hardware.yaml; a name that is shipped is replaced.
+    """
+
+    memory_gb: float = field(metadata=doc("GPU memory in GB (1e9 bytes)", min=0.1, max=100_000))
+    bf16_tflops: float = field(metadata=doc("dense BF16 tensor TFLOP/s (data sheet, no sparsity)", min=0.001, max=1_000_000))
+    hbm_tb_s: float = field(metadata=doc("memory bandwidth in TB/s", min=0.001, max=10_000))
+    interconnect: str = field(default="none", metadata=doc("name of the GPU-to-GPU link, for display"))
+    interconnect_gb_s: float = field(default=0.0, metadata=doc("GPU-to-GPU bandwidth per direction in GB/s (needed for tensor_parallel > 1)", min=0))
+    interconnect_latency_us: float = field(default=0.0, metadata=doc("latency of one ring all-reduce step in microseconds", min=0))
+    compute_efficiency: float | None = field(default=None, metadata=doc("default achieved share of peak FLOP/s", min=0.01, max=1))
+    memory_efficiency: float | None = field(default=None, metadata=doc("default achieved share of memory bandwidth", min=0.01, max=1))
+    source: str = field(default="", metadata=doc("where the figures come from"))
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """A dense transformer's figures, under the top-level `models:` mapping (name -> figures).
+
+    Same keys as the shipped kvtui/profiles/models.yaml (config.json names in the docs).
+    """
+
+    params_b: float = field(metadata=doc("parameters in billions (weights are BF16)", min=0.001, max=100_000))
+    layers: int = field(metadata=doc("num_hidden_layers", min=1, max=10_000))
+    hidden: int = field(metadata=doc("hidden_size", min=1))
+    intermediate: int = field(metadata=doc("intermediate_size (the MLP width)", min=1))
+    attention_heads: int = field(metadata=doc("num_attention_heads", min=1))
+    kv_heads: int = field(metadata=doc("num_key_value_heads", min=1))
+    head_dim: int | None = field(default=None, metadata=doc("head_dim; default hidden / attention_heads", min=1))
+    source: str = field(default="", metadata=doc("where the figures come from"))
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str = field(default="scenario", metadata=doc("short name shown in the header"))
     description: str = field(default="", metadata=doc("what this scenario teaches"))
     seed: int = field(default=0, metadata=doc("seed of the one RNG", min=0))
-    model: str = field(default="llama-3.1-8b", metadata=doc("model profile"))
+    model: str = field(default="llama-3.1-8b", metadata=doc("model profile (shipped, or one under `models:`)"))
+    hardware: dict[str, HardwareProfile] = field(
+        default_factory=dict, metadata=doc("your own GPU profiles, name -> figures (add to or replace the shipped ones)")
+    )
+    models: dict[str, ModelProfile] = field(
+        default_factory=dict, metadata=doc("your own model profiles, name -> figures (add to or replace the shipped ones)")
+    )
     cluster: Cluster = field(default_factory=Cluster, metadata=doc("the nodes"))
     latency: Latency = field(default_factory=Latency, metadata=doc("latency model"))
     router: Router = field(default_factory=Router, metadata=doc("routing"))

@@ -20,17 +20,23 @@ import typing
 from typing import Any, Callable, Literal
 
 from kvtui.scenario.model import Cluster, Dist, NodeSpec, Router, Scenario
-from kvtui.sim.profiles import HARDWARE, MODELS
-from kvtui.sim.router.registry import POLICY_NAMES
+from kvtui.profiles import shipped_hardware, shipped_models
+from kvtui.scenario.policies import POLICY_NAMES
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # Fields whose valid values are defined elsewhere; looked up lazily so the lists stay live.
 EXTERNAL_CHOICES: dict[tuple[type, str], Callable[[], tuple[str, ...]]] = {
     (Router, "policy"): lambda: tuple(POLICY_NAMES),
-    (Scenario, "model"): lambda: tuple(MODELS),
-    (Cluster, "hardware"): lambda: tuple(HARDWARE),
-    (NodeSpec, "hardware"): lambda: tuple(HARDWARE),
+}
+
+# Profile names: the shipped ones, plus whatever the scenario defines under `hardware:` /
+# `models:`, so the loader checks them after building (in `_check_profile_names`), and the
+# JSON Schema lists the shipped ones as examples rather than as an enum.
+PROFILE_NAME_FIELDS: dict[tuple[type, str], Callable[[], tuple[str, ...]]] = {
+    (Scenario, "model"): lambda: tuple(shipped_models()),
+    (Cluster, "hardware"): lambda: tuple(shipped_hardware()),
+    (NodeSpec, "hardware"): lambda: tuple(shipped_hardware()),
 }
 
 
@@ -69,6 +75,16 @@ def tuple_item(tp: Any) -> Any | None:
     return None
 
 
+def mapping_item(tp: Any) -> Any | None:
+    """`dict[str, T]` -> T (a mapping of user-chosen names); None for anything else."""
+    if typing.get_origin(tp) is dict:
+        key, value = typing.get_args(tp)
+        if key is not str:
+            raise TypeError(f"only dict[str, T] is supported in the scenario model, not {tp!r}")
+        return value
+    return None
+
+
 def literal_choices(tp: Any) -> tuple | None:
     """`Literal["a", "b"]` -> ("a", "b"); None for anything else."""
     if typing.get_origin(tp) is Literal:
@@ -97,6 +113,8 @@ def type_phrase(tp: Any) -> str:
         phrase = "a mapping"
     elif tuple_item(tp) is not None:
         phrase = "a list"
+    elif mapping_item(tp) is not None:
+        phrase = "a mapping of names"
     elif (choices := literal_choices(tp)) is not None:
         phrase = "one of " + ", ".join(str(c) for c in choices)
     else:
@@ -175,11 +193,16 @@ def _object_schema(cls: type, defs: dict[str, dict]) -> dict:
         prop = _type_schema(hint, field.metadata, defs, choices)
         if "doc" in field.metadata:
             prop["description"] = field.metadata["doc"]
+        if (cls, name) in PROFILE_NAME_FIELDS:
+            prop["examples"] = list(PROFILE_NAME_FIELDS[(cls, name)]())
         default = _json_default(field)
         if default is not dataclasses.MISSING:
             prop["default"] = default
         properties[name] = prop
     schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    required = [name for name, (field, _) in field_types(cls).items() if _json_default(field) is dataclasses.MISSING]
+    if required:
+        schema["required"] = required
     if cls.__doc__ and not cls.__doc__.startswith(f"{cls.__name__}("):
         schema["description"] = " ".join(cls.__doc__.split())
     return schema
@@ -203,6 +226,8 @@ def _type_schema(
         return ref
     if (item := tuple_item(tp)) is not None:
         return {"type": "array", "items": _type_schema(item, {}, defs)}
+    if (item := mapping_item(tp)) is not None:
+        return {"type": "object", "additionalProperties": _type_schema(item, {}, defs)}
     if (literal := literal_choices(tp)) is not None:
         return {"enum": list(literal)}
     if tp is bool:
@@ -240,6 +265,8 @@ def to_plain(value: Any) -> Any:
     """Dataclasses and tuples as dicts and lists: the data a YAML or JSON file would hold."""
     if dataclasses.is_dataclass(value):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return [to_plain(v) for v in value]
     return value

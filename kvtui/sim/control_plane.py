@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from kvtui.events import (
     BlocksEvicted,
@@ -41,8 +41,9 @@ from kvtui.scenario.model import Metadata
 from kvtui.store.metadata import MetadataStore
 
 if TYPE_CHECKING:
-    from kvtui.sim.engine import Simulation
-    from kvtui.sim.request import Request
+    from kvtui.sim.bus import Bus
+    from kvtui.sim.node import Node
+    from kvtui.sim.router.router import Router
 
 # A restart costs a fixed part (process start, opening the log) plus replay. The replay rate
 # is the store's measured recovery speed on this kind of machine, ~0.7 M ops/s
@@ -52,10 +53,16 @@ RECOVERY_S_PER_RECORD = 1.5e-6
 
 
 class ControlPlane:
-    EVENT_TYPES = (BlocksStored, BlocksEvicted, NodeCacheCleared, NodeUp, NodeDown)
+    """The router's metadata on the WAL store. It talks to the Router only (never the
+    Simulation): it becomes the sink of the Router's KV events, records session routes, and
+    across a crash drops and rebuilds the Router's index and session table."""
 
-    def __init__(self, sim: "Simulation", spec: Metadata):
-        self.sim = sim
+    NODE_EVENTS = (NodeUp, NodeDown)
+
+    def __init__(self, bus: "Bus", router: "Router", nodes: Sequence["Node"], spec: Metadata):
+        self.bus = bus
+        self.env = bus.env
+        self.router = router
         self.spec = spec
         self._tmp = None
         directory = spec.dir
@@ -66,11 +73,13 @@ class ControlPlane:
         self.store = MetadataStore.open(directory, fsync=spec.fsync, snapshot_every=spec.snapshot_every)
         self.down = False
         self.held_events: list[Event] = []
-        self.waiting: list["Request"] = []
         self.crashes = 0
-        for node in sim.nodes:
+        for node in nodes:
             self.store.register_node(node.name, node.pool.num_blocks)
         self.store.flush()
+        router.kv_sink = self.on_event
+        router.session_sink = self.store.route_session
+        bus.listen(self.on_event, self.NODE_EVENTS)
 
     # ------------------------------------------------------------------ recording
     def on_event(self, ev: Event) -> None:
@@ -80,14 +89,14 @@ class ControlPlane:
         self._apply(ev)
 
     def _apply(self, ev: Event) -> None:
-        store, index = self.store, self.sim.index
+        store, index = self.store, self.router.index
         kind = type(ev)
         if kind is BlocksStored:
             store.blocks_stored(ev.node, ev.keys, ev.group)
-            index.add(ev.node, ev.keys)
+            index.add(ev.node, ev.keys, ev.medium)
         elif kind is BlocksEvicted:
             store.blocks_evicted(ev.node, ev.keys)
-            index.remove(ev.node, ev.keys)
+            index.remove(ev.node, ev.keys, ev.medium)
         elif kind is NodeCacheCleared:
             store.node_cleared(ev.node)
             index.clear(ev.node)
@@ -100,40 +109,41 @@ class ControlPlane:
         """Acknowledge what this sim instant wrote: one group commit when the clock is about to
         move on (several engine steps often share an instant: an arrival, its routing, its
         scheduling), so the `batch` policy pays one write + fsync per instant."""
-        if not self.down and self.store.pending_records and self.sim.env.peek() > self.sim.env.now:
+        if not self.down and self.store.pending_records and self.env.peek() > self.env.now:
             self.store.flush()
 
     # ------------------------------------------------------------------ crash and recovery
     def crash(self) -> None:
         if self.down:
             return
-        sim = self.sim
+        router = self.router
         self.store.flush()  # a no-op between steps: everything is already acknowledged
         digest_before = self.store.digest()
         records = self.store.wal_stats()["records"]
         self.store.crash()
-        sim.index.reset({})
-        sim.sessions.clear()
+        router.index.reset({})
+        router.sessions.clear()
+        router.hold(reject=self.spec.while_down == "reject")
         self.down = True
         self.crashes += 1
-        sim.bus.emit(ControlPlaneCrashed, records=records, digest=digest_before)
+        self.bus.emit(ControlPlaneCrashed, records=records, digest=digest_before)
         report = self.store.recover()
         downtime = RECOVERY_BASE_S + RECOVERY_S_PER_RECORD * report.records_replayed
-        timer = sim.env.timeout(downtime)
+        timer = self.env.timeout(downtime)
         timer.callbacks.append(lambda _ev: self._recovered(digest_before, report, downtime))
 
     def _recovered(self, digest_before: str, report, downtime: float) -> None:
         """Replay is done: rebuild the router's view, catch up on held KV events, route."""
-        sim = self.sim
+        router = self.router
         state = self.store.state()
         digest_after = self.store.digest()
-        sim.index.reset({key: nodes for key, (nodes, _group) in state["entries"].items()})
-        sim.sessions.update(state["sessions"])
+        router.index.reset({key: nodes for key, (nodes, _group) in state["entries"].items()})
+        router.sessions.update(state["sessions"])
         self.down = False
         held, self.held_events = self.held_events, []
         for ev in held:
             self._apply(ev)
-        sim.bus.emit(
+        self.bus.emit(
             ControlPlaneRecovered,
             records=report.records_replayed,
             digest_before=digest_before,
@@ -141,9 +151,7 @@ class ControlPlane:
             downtime=downtime,
             report=report.as_items() + (("held_events_applied", len(held)),),
         )
-        waiting, self.waiting = self.waiting, []
-        for req in waiting:
-            sim.route_now(req)
+        router.release()
 
     # ------------------------------------------------------------------ lifecycle
     def counters(self) -> dict:

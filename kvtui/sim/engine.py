@@ -12,8 +12,6 @@ numbers (or none) cannot shift the workload's draws.
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Callable
 
 import numpy as np
 import simpy
@@ -24,64 +22,16 @@ from kvtui.events import (
     NodeUp,
     PrefixPinned,
     RequestArrived,
-    RequestRejected,
-    RouteDecided,
     SimulationEnded,
 )
 from kvtui.scenario.model import Scenario, ScriptedEvent
+from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
 from kvtui.sim.deployment import build_latency, node_capacity
 from kvtui.sim.request import Request
-from kvtui.sim.router.base import ClusterView
-from kvtui.sim.router.kv_index import KVIndex
-from kvtui.sim.router.registry import make_policy
-
-Listener = Callable[[Event], None]
-
-
-class Bus:
-    """Numbers events, stamps them with sim time, and hands them to every listener at once.
-
-    Listeners inside the engine (KV index, metrics, store) see each event the moment it
-    happens, so routing never depends on how a consumer paces the stream. A listener may ask
-    for only some event types; the bus then skips it for the rest (most events are KV events,
-    which the metrics do not need).
-    """
-
-    def __init__(self, env: simpy.Environment):
-        self.env = env
-        self.seq = 0
-        self._all: list[Listener] = []
-        self._typed: list[tuple[Listener, tuple[type[Event], ...]]] = []
-        self._route: dict[type[Event], list[Listener]] = {}
-        self.outbox: deque[Event] = deque()
-        self.keep_outbox = False
-
-    def listen(self, fn: Listener, types: tuple[type[Event], ...] | None = None) -> None:
-        if types is None:
-            self._all.append(fn)
-        else:
-            self._typed.append((fn, types))
-        self._route.clear()
-
-    def _listeners(self, cls: type[Event]) -> list[Listener]:
-        found = self._route.get(cls)
-        if found is None:
-            found = [fn for fn, types in self._typed if issubclass(cls, types)] + self._all
-            self._route[cls] = found
-        return found
-
-    def emit(self, cls: type[Event], **fields) -> Event:
-        self.seq += 1
-        ev = cls(seq=self.seq, t=self.env.now, **fields)
-        for fn in self._route.get(cls) or self._listeners(cls):
-            fn(ev)
-        if self.keep_outbox:
-            self.outbox.append(ev)
-        return ev
-
+from kvtui.sim.router.router import Router
 
 class Simulation:
     def __init__(self, scenario: Scenario, seed: int | None = None, policy: str | None = None):
@@ -96,8 +46,6 @@ class Simulation:
         self.router_rng = np.random.default_rng(router_seq)
 
         self.block_size = scenario.cluster.block_size
-        self.routing_overhead = scenario.router.routing_overhead_ms / 1000.0
-        self.index = KVIndex()
         self.metrics = Metrics()
         self.bus.listen(self.metrics.on_event, Metrics.EVENT_TYPES)
 
@@ -109,20 +57,15 @@ class Simulation:
             self.node_by_name[node.name] = node
         self.metrics.set_nodes([n.name for n in self.nodes])
 
-        kwargs = {"fill": scenario.router.fill} if self.policy_name == "cache_aware" else {}
-        self.policy = make_policy(self.policy_name, **kwargs)
-        self.sessions: dict[str, str] = {}
-        self.view = ClusterView(self.nodes, self.index, self.sessions, self.router_rng, self.block_size)
-        self.in_routing = 0
+        self.router = Router(
+            self.bus, self.nodes, scenario.router, self.policy_name, self.router_rng, self.block_size, self._finished
+        )
         self.ended = False
         self._end_emitted = False
 
         self.control_plane: ControlPlane | None = None
         if scenario.metadata is not None:
-            self.control_plane = ControlPlane(self, scenario.metadata)
-            self.bus.listen(self.control_plane.on_event, ControlPlane.EVENT_TYPES)
-        else:
-            self.bus.listen(self.index.on_event, KVIndex.EVENT_TYPES)
+            self.control_plane = ControlPlane(self.bus, self.router, self.nodes, scenario.metadata)
 
         self.workload = self._build_workload()
         self.env.process(self._pin_prefixes())
@@ -175,61 +118,8 @@ class Simulation:
             prompt_tokens=req.prompt_tokens,
             output_tokens=req.output_tokens,
         )
-        self._route_later(req)
+        self.router.submit(req)
         return req.done
-
-    def _route_later(self, req: Request) -> None:
-        self.in_routing += 1
-        if self.routing_overhead > 0:
-            t = self.env.timeout(self.routing_overhead)
-            t.callbacks.append(lambda _ev, r=req: self._route_or_hold(r))
-        else:
-            self._route_or_hold(req)
-
-    def _route_or_hold(self, req: Request) -> None:
-        cp = self.control_plane
-        if cp is not None and cp.down:
-            if cp.spec.while_down == "reject":
-                self.in_routing -= 1
-                self._reject(req, None, "control plane is recovering (while_down: reject)")
-            else:
-                cp.waiting.append(req)
-            return
-        self.route_now(req)
-
-    def route_now(self, req: Request) -> None:
-        """Decide and hand over to the node (the router is up)."""
-        self.in_routing -= 1
-        decision = self.policy.decide(req, self.view)
-        self.bus.emit(
-            RouteDecided,
-            request=req.id,
-            node=decision.node,
-            policy=self.policy_name,
-            reason=decision.reason,
-            candidates=decision.candidates,
-            prompt_blocks=req.prompt_tokens // self.block_size,
-            session=req.session,
-        )
-        if decision.node is None:
-            self._reject(req, None, decision.reason)
-            return
-        node = self.node_by_name[decision.node]
-        problem = node.admission_problem(req)
-        if problem is not None:
-            self._reject(req, node.name, problem)
-            return
-        self._set_session(req.session, node.name)
-        node.enqueue(req)
-
-    def _set_session(self, session: str, node: str) -> None:
-        self.sessions[session] = node
-        if self.control_plane is not None:
-            self.control_plane.store.route_session(session, node)
-
-    def _reject(self, req: Request, node: str | None, reason: str) -> None:
-        self.bus.emit(RequestRejected, request=req.id, node=node, reason=reason)
-        self._finished(req, "rejected")
 
     def _finished(self, req: Request, outcome: str) -> None:
         if req.done is not None and not req.done.triggered:
@@ -258,7 +148,7 @@ class Simulation:
         for r in requests:
             r.restart()
             if in_flight == "reroute":
-                self._route_later(r)
+                self.router.submit(r)
             else:
                 self._finished(r, "failed")
 
@@ -291,7 +181,7 @@ class Simulation:
 
     def in_flight(self) -> int:
         """Requests arrived and not yet over: being routed, held by a recovering router, or on a node."""
-        return self.in_routing + sum(n.active for n in self.nodes)
+        return self.router.in_routing + sum(n.active for n in self.nodes)
 
     def _advance(self) -> bool:
         """Process one simpy event; False when the run is over."""

@@ -51,7 +51,7 @@ from kvtui.sim.latency import Batch
 from kvtui.sim.request import Request
 
 if TYPE_CHECKING:
-    from kvtui.sim.engine import Bus
+    from kvtui.sim.bus import Bus
 
 _EPS = 1e-12
 
@@ -101,6 +101,18 @@ class Node:
     @property
     def active(self) -> int:
         return len(self.running) + len(self.waiting)
+
+    def pending_prefill_tokens(self) -> int:
+        """Prompt tokens this node must still prefill: queued requests' whole prompts (and output
+        so far, for preempted ones) plus what running requests have left of their prefill. The
+        router's "prefill tokens in flight" (Dynamo) and a predicted-latency feature."""
+        total = 0
+        for r in self.waiting:
+            total += r.prompt_tokens + r.generated
+        for r in self.running:
+            if r.computed < r.target:
+                total += r.target - r.computed
+        return total
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
@@ -474,5 +486,7 @@ class Node:
                 tpot=tpot,
                 e2e=now - req.arrival,
                 preemptions=req.preemptions,
+                slo_ttft=req.slo_ttft_s,
+                slo_tpot=req.slo_tpot_s,
             )
         self.on_finish(req, outcome)

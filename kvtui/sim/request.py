@@ -23,6 +23,9 @@ class Request:
     output_tokens: int
     block_keys: tuple[int, ...]
     arrival: float = 0.0
+    slo_ttft_s: float | None = None  # time-to-first-token objective, seconds (None: none)
+    slo_tpot_s: float | None = None  # time-per-output-token objective, seconds (None: none)
+    sheddable: bool = False  # may be rejected instead of queued when no node can meet its SLO
 
     # --- engine state -------------------------------------------------------------------
     node: str | None = None

@@ -27,7 +27,7 @@ from textual.widgets import Footer
 from kvtui.errors import InputError
 from kvtui.events import Event, RouteDecided
 from kvtui.scenario.model import Scenario
-from kvtui.sim.router.registry import POLICY_NAMES
+from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.tui.commands import KvtuiCommands
 from kvtui.tui.runner import DEFAULT_SPEED, SEEK_KINDS, SPEEDS, Runner
 from kvtui.tui.screens.help import HelpScreen

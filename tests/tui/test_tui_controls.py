@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from kvtui.events import RouteDecided
-from kvtui.sim.router.registry import POLICY_NAMES
+from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 from kvtui.tui.widgets.block_map import BlockMap

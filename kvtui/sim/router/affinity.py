@@ -7,21 +7,28 @@ of turn k+1. A new session, or one whose node is down or full, goes to the least
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from kvtui.sim.request import Request
-from kvtui.sim.router.base import ClusterView, Decision, NodeState, Policy, candidates, least_loaded
+from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.registry import register
+from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note
 
 
 @register("session_affinity")
 class SessionAffinity(Policy):
     name = "session_affinity"
 
-    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
-        home = view.sessions.get(req.session)
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
+        home = ctx.sessions.get(req.session)
         scores = {s.name: (1.0 if s.name == home else 0.0) for s in ok}
         for s in ok:
             if s.name == home:
-                return Decision(s.name, f"session affinity: {req.session} lives on {s.name}", candidates(states, scores))
-        pick = least_loaded(ok)
+                return Decision(s.name, f"session affinity: {req.session} lives on {s.name}", candidates(states, scores), 1.0)
+        pick, _margin, tied = least_loaded(ok, ctx.rng)
         why = "new session" if home is None else f"{home} unavailable"
-        return Decision(pick.name, f"{why}: least loaded {pick.name} ({pick.active} active)", candidates(states, scores))
+        return Decision(
+            pick.name,
+            f"{why}: least loaded {pick.name} ({pick.active} active){tie_note(tied)}",
+            candidates(states, scores),
+        )

@@ -1,4 +1,4 @@
-"""The seed project's cache-aware router.
+"""The seed project's cache-aware router, kept as the seed wrote it: a lesson, not a model.
 
 Its lifecycle, in order (each step only among nodes that would admit the request now):
 1. session affinity — a conversation's next turn goes to the node that served the last one;
@@ -7,25 +7,24 @@ Its lifecycle, in order (each step only among nodes that would admit the request
 4. fill — a miss goes to the least-loaded node, or with `fill: best_fit` to the node that is
    left with the fewest free blocks while still fitting the request (the seed's allocator,
    which packs requests to keep whole nodes free for large ones);
-5. register — the engine records the session's node so step 1 finds it next time.
+5. register — the router records the session's node so step 1 finds it next time.
 
-Steps 2-3 are the prefix-overlap scoring that Dynamo's KV router and llm-d's prefix-cache scorer
-do with a global block index fed by KV events; this policy takes the best overlap outright,
-with no load term, which is why it can melt one hot node (compare `least_loaded`).
+Steps 2-3 take the best overlap outright, with no load term: when every request shares a first
+block (a common system prompt, as in the Mooncake trace), every request goes to one node while
+the others idle. The production routers weigh locality against load (see `load_prefix`,
+`dynamo`, `sglang_cache_aware`, `predicted_latency`). Ties left after its own keys go to the
+seeded RNG, as in every policy.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
-from kvtui.sim.router.base import (
-    ClusterView,
-    Decision,
-    NodeState,
-    Policy,
-    candidates,
-    least_loaded,
-)
+from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.registry import register
+from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, pick_best, tie_note
 
 
 @register("cache_aware")
@@ -35,12 +34,16 @@ class CacheAware(Policy):
     def __init__(self, fill: str = "least_loaded") -> None:
         self.fill = fill
 
-    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
-        total = req.prompt_tokens // view.block_size
+    @classmethod
+    def from_config(cls, cfg: RouterConfig) -> "CacheAware":
+        return cls(fill=cfg.fill)
+
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
+        total = states[0].total
         scores = {s.name: float(s.prefix) for s in ok}
         cands = candidates(states, scores)
 
-        home = view.sessions.get(req.session)
+        home = ctx.sessions.get(req.session)
         for s in ok:
             if s.name == home:
                 return Decision(
@@ -48,34 +51,36 @@ class CacheAware(Policy):
                     f"session affinity: {req.session} lives on {s.name} (prefix {s.prefix}/{total} blocks)",
                     cands,
                 )
-        best = max(ok, key=lambda s: (s.prefix, -s.active, s.free))
+        best, margin, tied = pick_best(ok, lambda s: (s.prefix, -s.active, s.free_blocks), ctx.rng)
         if total and best.prefix >= total:
-            return Decision(best.name, f"exact hit {best.prefix}/{total} blocks on {best.name}", cands)
+            return Decision(best.name, f"exact hit {best.prefix}/{total} blocks on {best.name}{tie_note(tied)}", cands, margin)
         if best.prefix > 0:
             others = ", ".join(f"{s.name} {s.prefix}" for s in ok if s is not best) or "no other node"
             return Decision(
-                best.name, f"prefix {best.prefix}/{total} blocks on {best.name} (vs {others})", cands
+                best.name, f"prefix {best.prefix}/{total} blocks on {best.name} (vs {others}){tie_note(tied)}", cands, margin
             )
-        return self._fill(req, ok, states, view, total)
+        return self._fill(req, ok, states, ctx, total)
 
-    def _fill(
-        self, req: Request, ok: list[NodeState], states: list[NodeState], view: ClusterView, total: int
-    ) -> Decision:
+    def _fill(self, req: Request, ok: list[NodeState], states: Sequence[NodeState], ctx: Context, total: int) -> Decision:
         if self.fill == "best_fit":
-            need = -(-(req.prompt_tokens + req.output_tokens - 1) // view.block_size)
-            fits = [s for s in ok if s.free >= need]
+            need = -(-(req.prompt_tokens + req.output_tokens - 1) // ctx.block_size)
+            fits = [s for s in ok if s.free_blocks >= need]
             if fits:
-                pick = min(fits, key=lambda s: (s.free - need, s.active))
-                scores = {s.name: -float(s.free - need) for s in fits}
+                pick, margin, tied = pick_best(fits, lambda s: (-(s.free_blocks - need), -s.active), ctx.rng)
+                scores = {s.name: -float(s.free_blocks - need) for s in fits}
                 return Decision(
                     pick.name,
-                    f"miss (0/{total} blocks anywhere): best fit {pick.name} leaves {pick.free - need} of {pick.total} free",
+                    f"miss (0/{total} blocks anywhere): best fit {pick.name} leaves {pick.free_blocks - need} "
+                    f"of {pick.num_blocks} free{tie_note(tied)}",
                     candidates(states, scores),
+                    margin,
                 )
-        pick = least_loaded(ok)
+        pick, margin, tied = least_loaded(ok, ctx.rng)
         scores = {s.name: -float(s.active) for s in ok}
         return Decision(
             pick.name,
-            f"miss (0/{total} blocks anywhere): least loaded {pick.name} ({pick.active} active, {pick.free} free)",
+            f"miss (0/{total} blocks anywhere): least loaded {pick.name} ({pick.active} active, "
+            f"{pick.free_blocks} free){tie_note(tied)}",
             candidates(states, scores),
+            margin,
         )

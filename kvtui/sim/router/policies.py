@@ -1,3 +1,5 @@
-"""Importing this module registers every policy family with the registry."""
+"""Importing this module registers every policy with the registry (one module per policy family)."""
 
-from kvtui.sim.router import affinity, cache_aware, simple  # noqa: F401
+from kvtui.sim.router import affinity, cache_aware, load_prefix, simple  # noqa: F401
+from kvtui.sim.router import dynamo, sglang  # noqa: F401
+from kvtui.sim.router import predicted_latency  # noqa: F401

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from kvtui.sim.request import Request
-from kvtui.sim.router.base import ClusterView, Decision, NodeState, Policy, candidates, least_loaded
+from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.registry import register
+from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note
 
 
 @register("round_robin")
@@ -16,7 +19,7 @@ class RoundRobin(Policy):
     def __init__(self) -> None:
         self._next = 0
 
-    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
         n = len(states)
         for step in range(n):
             s = states[(self._next + step) % n]
@@ -32,23 +35,24 @@ class RandomPick(Policy):
 
     name = "random"
 
-    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
-        pick = ok[int(view.rng.integers(len(ok)))]
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
+        pick = ok[int(ctx.rng.integers(len(ok)))]
         return Decision(pick.name, f"random: drew {pick.name} of {len(ok)} eligible", candidates(states, {pick.name: 1.0}))
 
 
 @register("least_loaded")
 class LeastLoaded(Policy):
-    """Fewest active (running + waiting) requests; ties go to the node with most free blocks."""
+    """Fewest active (running + waiting) requests; then most free blocks; then the seeded RNG."""
 
     name = "least_loaded"
 
-    def choose(self, req: Request, view: ClusterView, states: list[NodeState], ok: list[NodeState]) -> Decision:
-        pick = least_loaded(ok)
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
+        pick, margin, tied = least_loaded(ok, ctx.rng)
         scores = {s.name: -float(s.active) for s in ok}
         others = ", ".join(str(s.active) for s in ok if s is not pick) or "none"
         return Decision(
             pick.name,
-            f"least loaded: {pick.name} has {pick.active} active (others {others})",
+            f"least loaded: {pick.name} has {pick.active} active (others {others}){tie_note(tied)}",
             candidates(states, scores),
+            margin,
         )

@@ -40,6 +40,21 @@ def candidate_rows(ev: RouteDecided) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def decision_line(ev: RouteDecided) -> str:
+    """One line above the table: whose decision, the margin to the runner-up, staleness."""
+    eligible = sum(1 for c in ev.candidates if c.eligible)
+    if ev.node is None:
+        lead = "refused"
+    elif eligible < 2:
+        lead = "only candidate"
+    elif ev.margin == 0:
+        lead = "tie, drawn by the seeded RNG"
+    else:
+        lead = f"margin {_num(ev.margin)} over the runner-up"
+    line = f"{ev.request} · {ev.policy} · {lead}"
+    return line + (f" · STALE: {ev.stale}" if ev.stale else "")
+
+
 class CandidateTable(Static):
     DEFAULT_CSS = """
     CandidateTable { height: auto; background: $surface; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -85,6 +100,8 @@ class CandidateTable(Static):
             return "  ".join(cells) + "  " + row[-1]
 
         text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(decision_line(ev), out_style)
+        text.append("\n")
         text.append(fmt(header), head_style)
         for row, c in zip(rows, ev.candidates):
             text.append("\n")

@@ -1,0 +1,84 @@
+"""The approximate index: what the router itself sent to each node, with no KV events at all.
+
+After the gateway-api-inference-extension prefix-cache plugin that llm-d's default profile uses
+(pkg/epp/scheduling/framework/plugins/multi/prefix/plugin.go and indexer.go): after routing a
+request, the router records that the chosen server will hold the request's prompt blocks; each
+server has an LRU of block keys bounded at a capacity (there `lruCapacityPerServer`, here
+`router.index.approx_blocks_per_node`, by default the node's KV capacity), and a key that falls
+out of a server's LRU stops counting for it. Matching walks the prompt's keys from the first
+and counts, per server, the leading blocks it is credited with.
+
+It guesses: it never hears of evictions under memory pressure, of preemptions, of a node that
+lost its cache, or of blocks another request computed, so it drifts from the pools. The Router
+can keep it beside the precise index so the app shows both answers side by side.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Sequence
+
+from kvtui.sim.router.index import Match
+
+
+class ApproxIndex:
+    def __init__(self, capacity: dict[str, int]) -> None:
+        self.capacity = dict(capacity)
+        self._lru: dict[str, OrderedDict[int, None]] = {n: OrderedDict() for n in capacity}
+        self._where: dict[int, set[str]] = {}
+
+    def routed(self, node: str, keys: Sequence[int]) -> None:
+        """The router sent a request with these prompt keys to `node`: credit them, most recent last."""
+        lru, where = self._lru[node], self._where
+        for k in keys:
+            if k in lru:
+                lru.move_to_end(k)
+                continue
+            lru[k] = None
+            s = where.get(k)
+            if s is None:
+                where[k] = {node}
+            else:
+                s.add(node)
+        cap = self.capacity[node]
+        while len(lru) > cap:
+            k, _ = lru.popitem(last=False)
+            s = where[k]
+            s.discard(node)
+            if not s:
+                del where[k]
+
+    def forget(self, node: str) -> None:
+        """Drop what is credited to `node` (the router saw it go down)."""
+        for k in self._lru[node]:
+            s = self._where[k]
+            s.discard(node)
+            if not s:
+                del self._where[k]
+        self._lru[node].clear()
+
+    def match(self, keys: Sequence[int]) -> dict[str, Match]:
+        where = self._where
+        alive: set[str] | None = None
+        out: dict[str, Match] = {}
+        depth = 0
+        for depth, k in enumerate(keys):
+            s = where.get(k)
+            if not s:
+                break
+            if alive is None:
+                alive = set(s)
+                continue
+            for n in alive - s:
+                out[n] = Match(depth, float(depth))
+            alive &= s
+            if not alive:
+                return out
+        else:
+            depth = len(keys)
+        for n in alive or ():
+            out[n] = Match(depth, float(depth))
+        return out
+
+    def keys_on(self, node: str) -> set[int]:
+        return set(self._lru[node])

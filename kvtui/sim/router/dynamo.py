@@ -1,0 +1,238 @@
+"""dynamo: NVIDIA Dynamo's KV router — lowest cost of prefill blocks x weight + decode blocks.
+
+After ai-dynamo/dynamo's default worker selector, `DefaultWorkerSelector::select_worker` in
+lib/llm/src/kv_router/scheduler.rs (moved to lib/kv-router/src/scheduling/selector.rs), with the
+per-worker load from `ActiveSequences` in lib/llm/src/kv_router/sequence.rs (now
+lib/kv-router/src/sequences/single.rs). For each worker:
+
+    prefill_blocks = (new_tokens + active_tokens) / block_size
+        new_tokens    = isl - overlap x block_size   (this request's prompt tokens not cached
+                        there; `overlap` = consecutive prompt blocks the KV indexer says the
+                        worker holds)
+        active_tokens = the uncached prompt tokens of the requests routed to that worker whose
+                        prefill has not finished (added by `add_request`, removed by
+                        `mark_prefill_completed` at the first output token, or by `free`)
+    decode_blocks  = new_blocks + active_blocks   (`potential_blocks_and_tokens`)
+        active_blocks = distinct prompt-block hashes of the requests active on that worker
+                        (`unique_blocks`, shared prefixes counted once)
+        new_blocks    = this request's prompt blocks not among them
+    cost (logit)   = overlap_score_weight x prefill_blocks + decode_blocks
+
+Lowest cost wins. With `temperature` > 0 the worker is sampled from `softmax_sample`: costs are
+min-max normalised and negated, p_i ~ exp(-(c_i - c_min) / ((c_max - c_min) x T)), uniform
+when all costs are equal; one uniform draw walks the cumulative probabilities. At temperature 0
+the minimum is taken and exact ties are drawn at random (the current selector's
+`minimum_cost_index`; an older one broke ties by the indexer's tree size first).
+
+The in-flight figures are the router's own bookkeeping, as Dynamo's are (it never reads them
+from the engine): `routed` adds the request with the overlap it was routed on, FirstToken marks
+its prefill complete, RequestCompleted / RequestRejected free it, NodeDown forgets the node
+(Dynamo drops a worker that leaves); a rerouted request is freed from its old node before it is
+added to the new one. Preemptions are invisible to Dynamo's router and so to this policy. Not
+modelled: the 300 s forced expiry of stale requests, per-dp-rank workers, the optional
+prefix-route cache, and the newer selector's overlap-credit / prefill-load-scale terms (with
+their defaults the cost is the formula above).
+
+Candidate columns: `pf_blk` (prefill blocks), `dec_blk` (decode blocks), `cost`, and with
+temperature `p` (the softmax probability).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Sequence
+
+from kvtui.events import Event, FirstToken, NodeDown, RequestCompleted, RequestRejected
+from kvtui.scenario.model import Router as RouterConfig
+from kvtui.sim.request import Request
+from kvtui.sim.router.base import Context, Policy
+from kvtui.sim.router.registry import register
+from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
+
+
+class ActiveSequences:
+    """One worker's active requests as Dynamo's router tracks them (sequence.rs)."""
+
+    __slots__ = ("blocks", "refs", "prefill", "active_tokens")
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, tuple[int, ...]] = {}  # request -> its prompt block keys
+        self.refs: Counter[int] = Counter()  # block key -> active requests holding it
+        self.prefill: dict[str, int] = {}  # request -> prefill tokens not yet done
+        self.active_tokens = 0
+
+    @property
+    def active_blocks(self) -> int:
+        return len(self.refs)
+
+    def new_blocks(self, keys: Sequence[int]) -> int:
+        refs = self.refs
+        return sum(1 for k in keys if k not in refs)
+
+    def add_request(self, request: str, keys: Sequence[int], prefill_tokens: int) -> None:
+        self.blocks[request] = tuple(keys)
+        self.refs.update(keys)
+        self.prefill[request] = prefill_tokens
+        self.active_tokens += prefill_tokens
+
+    def mark_prefill_completed(self, request: str) -> None:
+        t = self.prefill.pop(request, None)
+        if t is not None:
+            self.active_tokens -= t
+
+    def free(self, request: str) -> None:
+        self.mark_prefill_completed(request)
+        keys = self.blocks.pop(request, None)
+        if keys is None:
+            return
+        refs = self.refs
+        for k in keys:
+            n = refs[k] - 1
+            if n <= 0:
+                del refs[k]
+            else:
+                refs[k] = n
+
+
+def softmax_probabilities(costs: Sequence[float], temperature: float) -> list[float]:
+    """Dynamo's `softmax_sample` probabilities: lower cost is likelier (temperature > 0)."""
+    lo, hi = min(costs), max(costs)
+    if lo == hi:
+        return [1.0 / len(costs)] * len(costs)
+    scale = -1.0 / ((hi - lo) * temperature)
+    ex = [math.exp((c - lo) * scale) for c in costs]
+    total = sum(ex)
+    return [e / total for e in ex]
+
+
+def sample_index(probs: Sequence[float], u: float) -> int:
+    """The first index whose cumulative probability reaches `u` (the last one if rounding leaves a gap)."""
+    acc = 0.0
+    for i, p in enumerate(probs):
+        acc += p
+        if u <= acc:
+            return i
+    return len(probs) - 1
+
+
+@register("dynamo")
+class Dynamo(Policy):
+    name = "dynamo"
+    EVENT_TYPES = (FirstToken, RequestCompleted, RequestRejected, NodeDown)
+
+    def __init__(self, overlap_score_weight: float = 1.0, temperature: float = 0.0) -> None:
+        self.weight = overlap_score_weight
+        self.temperature = temperature
+        self.workers: dict[str, ActiveSequences] = {}
+        self.where: dict[str, str] = {}  # request -> node it is active on
+        self.stats = {"sampled": 0, "not_lowest": 0}
+        self._block_size = 16  # from the last decision's context (routed gets none)
+
+    @classmethod
+    def from_config(cls, cfg: RouterConfig) -> "Dynamo":
+        return cls(overlap_score_weight=cfg.dynamo.overlap_score_weight, temperature=cfg.dynamo.temperature)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def seqs(self, node: str) -> ActiveSequences:
+        w = self.workers.get(node)
+        if w is None:
+            w = self.workers[node] = ActiveSequences()
+        return w
+
+    def routed(self, req: Request, node: str, states: Sequence[NodeState]) -> None:
+        self._free(req.id)
+        overlap = next((s.prefix for s in states if s.name == node), 0)
+        bs = self._block_size
+        keys = req.block_keys[: req.prompt_tokens // bs]
+        self.seqs(node).add_request(req.id, keys, max(req.prompt_tokens - overlap * bs, 0))
+        self.where[req.id] = node
+
+    def _free(self, request: str) -> None:
+        node = self.where.pop(request, None)
+        if node is not None:
+            self.seqs(node).free(request)
+
+    def on_event(self, ev: Event) -> None:
+        if isinstance(ev, FirstToken):
+            node = self.where.get(ev.request)
+            if node is not None:
+                self.seqs(node).mark_prefill_completed(ev.request)
+        elif isinstance(ev, (RequestCompleted, RequestRejected)):
+            self._free(ev.request)
+        elif isinstance(ev, NodeDown):
+            w = self.workers.pop(ev.node, None)
+            if w is not None:
+                for r in w.blocks:
+                    self.where.pop(r, None)
+
+    # ------------------------------------------------------------------ the cost
+    def terms(self, req: Request, ctx: Context, ok: Sequence[NodeState]) -> dict[str, tuple[float, float, float]]:
+        """Per node: (prefill blocks, decode blocks, cost)."""
+        bs = ctx.block_size
+        keys = req.block_keys[: req.prompt_tokens // bs]
+        out = {}
+        for s in ok:
+            w = self.workers.get(s.name)
+            new_tokens = max(req.prompt_tokens - s.prefix * bs, 0)
+            active_tokens = w.active_tokens if w else 0
+            prefill = (new_tokens + active_tokens) / bs
+            decode = float((w.new_blocks(keys) + w.active_blocks) if w else len(keys))
+            out[s.name] = (prefill, decode, self.weight * prefill + decode)
+        return out
+
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
+        self._block_size = ctx.block_size
+        terms = self.terms(req, ctx, ok)
+        cost = {n: round(c, 9) for n, (_p, _d, c) in terms.items()}
+        scores = {n: -c for n, c in cost.items()}
+        probs: dict[str, float] = {}
+
+        sampling = self.temperature > 0 and len(ok) > 1
+        if sampling:  # the lowest only for the sentence: the one draw goes to the softmax
+            best, margin, tied = min(ok, key=lambda s: cost[s.name]), 0.0, 1
+        else:
+            best, margin, tied = pick_best(ok, lambda s: -cost[s.name], ctx.rng)
+        pick = best
+        if sampling:
+            p = softmax_probabilities([cost[s.name] for s in ok], self.temperature)
+            probs = {s.name: pi for s, pi in zip(ok, p)}
+            pick = ok[sample_index(p, float(ctx.rng.random()))]
+            self.stats["sampled"] += 1
+            if cost[pick.name] != cost[best.name]:
+                self.stats["not_lowest"] += 1
+            others = [c for n, c in cost.items() if n != pick.name]
+            margin = min(others) - cost[pick.name]
+
+        def extra(s: NodeState):
+            pf, dec, c = terms[s.name]
+            feats = (("pf_blk", round(pf, 2)), ("dec_blk", round(dec, 2)), ("cost", round(c, 2)))
+            if probs:
+                feats += (("p", round(probs[s.name], 3)),)
+            return feats
+
+        pf, dec, c = terms[pick.name]
+        total = states[0].total if states else 0
+        reason = (
+            f"{pick.name}: cost {c:.1f} = {self.weight:g}x{pf:.1f} prefill + {dec:.1f} decode blocks "
+            f"(overlap {pick.prefix}/{total})"
+        )
+        if probs:
+            reason += f", sampled at temperature {self.temperature:g} (p {probs[pick.name]:.2f})"
+            if cost[pick.name] > cost[best.name]:
+                reason += f"; lowest was {best.name} at {cost[best.name]:.1f}"
+        elif tied > 1:
+            reason += ", lowest" + tie_note(tied)
+        elif len(ok) > 1:
+            reason += f", lowest by {margin:.1f}"
+        else:
+            reason += ", the only eligible node"
+        return Decision(pick.name, reason, candidates(states, scores, extra), margin)
+
+    def report(self) -> dict:
+        return {
+            "dynamo": {
+                **self.stats,
+                "tracked_requests": len(self.where),
+            }
+        }

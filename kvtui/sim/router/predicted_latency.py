@@ -1,0 +1,499 @@
+"""predicted_latency: llm-d's predicted-latency scheduler (seed 002), gates, tiers and best fit.
+
+The blog (seed 002) describes it; the code it follows is llm-d-inference-scheduler's
+predicted-latency scheduling profile (config/charts/epplib/templates/_config.yaml, when
+`latencyPredictor.enabled`): predicted-latency-producer -> [strict affinity filter 0.99] ->
+slo-headroom-tier-filter -> loose affinity filter 0.80 -> latency-scorer -> picker, with the
+latency-slo-admitter in front. Files, all under pkg/epp/framework/plugins/:
+
+- **Predictions** (requestcontrol/dataproducer/predictedlatency/prediction.go,
+  `generatePredictions` / `validatePrediction`): TTFT and TPOT per candidate from the
+  predictor (`kvtui.sim.router.predictor`), headroom = SLO - predicted per metric, in ms. The
+  TPOT budget is the request's TPOT SLO, lowered to the smallest TPOT SLO of the requests
+  already running on that node (`getEndpointMinTPOTSLO`: a new request must not break theirs).
+  Upstream treats a missing SLO header as 0, so a request with only a TTFT SLO would have
+  negative TPOT headroom everywhere; here a metric without an SLO does not constrain the tier
+  (its headroom is -predicted, as upstream's no-SLO case, for the blend only).
+- **Affinity gate** (scheduling/filter/prefixcacheaffinity/plugin.go): with more than one
+  candidate, one uniform draw; below `explore_probability` (0.01) the gate is skipped. Else the
+  candidates with prefix score >= `affinity_threshold` (0.80) are sticky; none sticky: keep all.
+  Load gate: when the best sticky node's predicted TTFT exceeds the best non-sticky one's by more
+  than `load_gate_ms` (5,000; 0 = always stick) keep all (the blog says "best overall pod"; the
+  same test, since the best overall is the better of the two). Without predictions (cold) the
+  load gate is skipped and the gate still applies. `strict_affinity_threshold` > 0 adds the
+  chart's first gate (0.99) before the tiers.
+- **Tier filter** (scheduling/filter/sloheadroomtier/plugin.go), only with SLOs: positive tier
+  = both headrooms >= 0. Both tiers present: one uniform draw, below 1 - `positive_tier_probability`
+  (0.01) keep the negative tier, else the positive; one tier: keep it.
+- **Scorer** (scheduling/scorer/latency/plugin.go, `Score` / `scoreBucket`): positive nodes
+  present: score only them. All negative (always so without SLOs, headroom = 0 - predicted):
+  prefer idle nodes (nothing running or waiting); else deficit buckets, the first non-empty of
+  TPOT-only-negative, TTFT-only-negative, both-negative. Within the bucket |headroom| is
+  min-max normalised per metric (0.5 when the range is 0, and then that metric's weight goes to
+  the other), blended `ttft_weight` (0.8) / 1 - it (0.2), and scored with the "least" strategy
+  (upstream's default): score = (int((1 - blend) x 100) + 1) / 100. So with SLOs the node with
+  the *least* positive headroom wins (best fit, packing), in the negative tier the one closest
+  to its SLO; without SLOs the blend of normalised predicted TTFT and TPOT is lowest, which is
+  what the blog calls "lowest predicted latency" (no output-length estimate: upstream has none).
+- **Cold fallback** (same scorer, `compositeScores`): no predictions yet: (1 - kv) +
+  (maxQ - q) / maxQ (1 when maxQ = 0) + prefix, each weight 1 normalised to 1/3, rounded to
+  hundredths as upstream does.
+- **Picker**: `max` (default; the blog's greedy choice; ties to the seeded RNG as every policy
+  here) or `weighted_random` (the chart's weighted-random-picker: probability proportional to
+  score, one seeded draw).
+- **Shedding** (requestcontrol/admitter/latencyslo/plugin.go, `AdmitRequest`): a sheddable
+  request with an SLO, once predictions exist, is refused unless some eligible node meets both
+  SLOs, or is idle (nothing running), or is cold (KV usage < 2 %, predictions unreliable). The
+  reason starts with "shed:" so the metrics count it as shed.
+
+The only randomness is `ctx.rng` (exploration, tier choice, ties, weighted picking). The
+policy remembers each request's features and the chosen node's predictions at routing time;
+FirstToken / RequestCompleted label them (the training samples, see predictor.py) and score the
+prediction: running MAPE, overall and per window of `mape_window` predictions, in percent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from kvtui.events import Event, FirstToken, RequestCompleted, RequestRejected
+from kvtui.scenario.model import PredictedLatencyConfig
+from kvtui.scenario.model import Router as RouterConfig
+from kvtui.sim.request import Request
+from kvtui.sim.router.base import Context, Policy
+from kvtui.sim.router.predictor import LatencyPredictor, PredictorConfig, Row
+from kvtui.sim.router.registry import register
+from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
+
+W_MAX = 100  # latency-scorer's score resolution (wMax)
+COLD_KV = 0.02  # latency-slo-admitter: a node under 2 % KV usage is "cold"
+
+
+@dataclass(frozen=True, slots=True)
+class Pred:
+    """One candidate's predictions (ms) and headrooms (ms; -predicted for a metric without SLO)."""
+
+    ttft: float
+    tpot: float
+    h_ttft: float
+    h_tpot: float
+    ttft_neg: bool
+    tpot_neg: bool
+
+    @property
+    def positive(self) -> bool:
+        return not (self.ttft_neg or self.tpot_neg)
+
+
+@dataclass(slots=True)
+class Pending:
+    node: str
+    row: Row
+    ttft: float | None  # predicted, ms (None: routed cold)
+    tpot: float | None
+    ttft_done: bool = False
+
+
+class Mape:
+    """Running mean absolute percentage error, overall and per window of `window` predictions."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.total = 0.0
+        self.n = 0
+        self.windows: list[list[float]] = []  # [sum of APE, count]
+
+    def add(self, predicted: float, actual: float) -> None:
+        if actual <= 0:
+            return
+        ape = abs(predicted - actual) / actual
+        self.total += ape
+        self.n += 1
+        if not self.windows or self.windows[-1][1] >= self.window:
+            self.windows.append([0.0, 0])
+        self.windows[-1][0] += ape
+        self.windows[-1][1] += 1
+
+    @property
+    def value(self) -> float | None:
+        return 100.0 * self.total / self.n if self.n else None
+
+    def per_window(self, most: int = 20) -> list[float]:
+        """MAPE (%) per window, adjacent windows merged so at most `most` are listed."""
+        w = self.windows
+        k = -(-len(w) // most) if w else 1
+        out = []
+        for i in range(0, len(w), k):
+            s = sum(x[0] for x in w[i : i + k])
+            n = sum(x[1] for x in w[i : i + k])
+            out.append(round(100.0 * s / n, 2))
+        return out
+
+
+def composite(ok: Sequence[NodeState]) -> dict[str, tuple[float, float, float, float]]:
+    """latency-scorer `compositeScores`: per node (score, kv free, relative queue, prefix)."""
+    max_q = max(s.waiting for s in ok)
+    out = {}
+    for s in ok:
+        rel_q = (max_q - s.waiting) / max_q if max_q > 0 else 1.0
+        kv_free = 1.0 - s.kv_usage
+        prefix = s.prefix_score
+        c = (kv_free + rel_q + prefix) / 3.0
+        out[s.name] = (round(W_MAX * c) / W_MAX, kv_free, rel_q, prefix)
+    return out
+
+
+def blend_scores(bucket: Sequence[NodeState], preds: dict[str, Pred], ttft_weight: float) -> dict[str, float]:
+    """latency-scorer `scoreBucket` with the "least" strategy: closest to the SLO scores highest."""
+    a, b = ttft_weight, 1.0 - ttft_weight
+    tot = a + b
+    a, b = (a / tot, b / tot) if tot > 0 else (1.0, 0.0)
+    ht = [abs(preds[s.name].h_ttft) for s in bucket]
+    hp = [abs(preds[s.name].h_tpot) for s in bucket]
+    rt, rp = max(ht) - min(ht), max(hp) - min(hp)
+    eps = 1e-9
+    if rt <= eps < rp:
+        a, b = 0.0, 1.0
+    elif rp <= eps < rt:
+        a, b = 1.0, 0.0
+    out = {}
+    for s, t, p in zip(bucket, ht, hp):
+        nt = (t - min(ht)) / rt if rt > eps else 0.5
+        np_ = (p - min(hp)) / rp if rp > eps else 0.5
+        combined = a * nt + b * np_
+        out[s.name] = (int((1.0 - combined) * W_MAX) + 1) / W_MAX
+    return out
+
+
+@register("predicted_latency")
+class PredictedLatency(Policy):
+    name = "predicted_latency"
+    EVENT_TYPES = (FirstToken, RequestCompleted, RequestRejected)
+
+    def __init__(self, cfg: PredictedLatencyConfig | None = None, predictor: LatencyPredictor | None = None) -> None:
+        self.cfg = cfg or PredictedLatencyConfig()
+        c = self.cfg
+        self.predictor = predictor or LatencyPredictor(
+            PredictorConfig(
+                regressor=c.regressor,
+                bucket_size=c.bucket_size,
+                kv_buckets=c.kv_buckets,
+                min_samples=c.min_samples,
+                retrain_interval_s=c.retrain_interval_s,
+                retrain_samples=c.retrain_samples,
+                ensemble_split=c.ensemble_split,
+            )
+        )
+        self.pending: dict[str, Pending] = {}
+        self.tpot_slos: dict[str, dict[str, float]] = {}  # node -> request -> TPOT SLO (ms) in flight
+        self.last: tuple[str, dict[str, Pred]] | None = None  # the last decision's predictions
+        self.ttft_mape = Mape(c.mape_window)
+        self.tpot_mape = Mape(c.mape_window)
+        self.stats = {
+            "decisions": 0,
+            "cold": 0,
+            "explored": 0,
+            "sticky": 0,
+            "load_gate": 0,
+            "positive_tier": 0,
+            "negative_tier": 0,
+            "idle_preferred": 0,
+            "shed": 0,
+        }
+
+    @classmethod
+    def from_config(cls, cfg: RouterConfig) -> "PredictedLatency":
+        return cls(cfg.predicted_latency)
+
+    # ------------------------------------------------------------------ features and predictions
+    @staticmethod
+    def features(req: Request, s: NodeState) -> Row:
+        return (s.kv_usage, float(req.prompt_tokens), float(s.waiting), float(s.running), float(s.prefill_tokens), s.prefix_score)
+
+    def predict(self, req: Request, ok: Sequence[NodeState]) -> dict[str, Pred] | None:
+        out = self.predictor.predict([self.features(req, s) for s in ok])
+        if out is None:
+            return None
+        slo_ttft = getattr(req, "slo_ttft_s", None)
+        slo_tpot = getattr(req, "slo_tpot_s", None)
+        has_slo = slo_ttft is not None or slo_tpot is not None
+        preds = {}
+        for s, t, p in zip(ok, out[0], out[1]):
+            t, p = float(t), float(p)
+            if slo_ttft is not None:
+                h_t, t_neg = slo_ttft * 1000.0 - t, slo_ttft * 1000.0 - t < 0
+            else:
+                h_t, t_neg = -t, not has_slo
+            if slo_tpot is not None:
+                budget = slo_tpot * 1000.0
+                running = self.tpot_slos.get(s.name)
+                if running:
+                    budget = min(budget, min(running.values()))
+                h_p, p_neg = budget - p, budget - p < 0
+            else:
+                h_p, p_neg = -p, not has_slo
+            preds[s.name] = Pred(t, p, h_t, h_p, t_neg, p_neg)
+        return preds
+
+    # ------------------------------------------------------------------ the filters
+    def affinity_gate(
+        self, c: list[NodeState], preds: dict[str, Pred] | None, threshold: float, ctx: Context, notes: list[str]
+    ) -> list[NodeState]:
+        """prefix-cache-affinity-filter: exploration draw, sticky set, TTFT load gate."""
+        if len(c) <= 1 or threshold <= 0:
+            return c
+        u = float(ctx.rng.random())
+        if u < self.cfg.explore_probability:
+            self.stats["explored"] += 1
+            notes.append(f"explore (draw {u:.4f} < {self.cfg.explore_probability:g}): affinity gate {threshold:.2f} skipped")
+            return c
+        sticky = [s for s in c if s.prefix_score >= threshold]
+        if not sticky:
+            return c
+        non = [s for s in c if s.prefix_score < threshold]
+        if preds is not None and self.cfg.load_gate_ms > 0 and non:
+            bs = min(sticky, key=lambda s: preds[s.name].ttft)
+            bn = min(non, key=lambda s: preds[s.name].ttft)
+            ts, tn = preds[bs.name].ttft, preds[bn.name].ttft
+            if ts - tn > self.cfg.load_gate_ms:
+                self.stats["load_gate"] += 1
+                notes.append(
+                    f"load gate: sticky {bs.name} TTFT {ts:.0f} ms > {bn.name} {tn:.0f} ms + {self.cfg.load_gate_ms:g} ms, "
+                    f"affinity {threshold:.2f} broken"
+                )
+                return c
+        self.stats["sticky"] += 1
+        notes.append(f"affinity gate {threshold:.2f}: {len(sticky)} of {len(c)} sticky")
+        return sticky
+
+    def tier(self, c: list[NodeState], preds: dict[str, Pred], ctx: Context, notes: list[str]) -> list[NodeState]:
+        """slo-headroom-tier-filter: positive tier with probability p, else the negative one."""
+        if len(c) <= 1:
+            return c
+        pos = [s for s in c if preds[s.name].positive]
+        neg = [s for s in c if not preds[s.name].positive]
+        if pos and neg:
+            u = float(ctx.rng.random())
+            eps = 1.0 - self.cfg.positive_tier_probability
+            if u < eps:
+                self.stats["negative_tier"] += 1
+                notes.append(f"negative tier drawn ({u:.4f} < {eps:.2g}; {len(neg)} of {len(c)} miss an SLO)")
+                return neg
+            self.stats["positive_tier"] += 1
+            notes.append(f"positive tier: {len(pos)} of {len(c)} meet both SLOs")
+            return pos
+        if pos:
+            self.stats["positive_tier"] += 1
+            notes.append(f"positive tier: all {len(pos)} meet both SLOs")
+            return pos
+        notes.append(f"no node meets both SLOs ({len(neg)} negative)")
+        return neg
+
+    def bucket(self, c: list[NodeState], preds: dict[str, Pred], notes: list[str]) -> tuple[list[NodeState], str]:
+        """latency-scorer: which nodes get scored (positive; idle; least severe deficit)."""
+        pos = [s for s in c if preds[s.name].positive]
+        if pos:
+            return pos, "best fit (least positive headroom)"
+        idle = [s for s in c if s.active == 0]
+        if idle:
+            if len(idle) < len(c):
+                self.stats["idle_preferred"] += 1
+                notes.append(f"idle preference: {len(idle)} of {len(c)} idle")
+            return idle, "lowest predicted latency" if self._no_slo else "closest to SLO"
+        tpot_only = [s for s in c if preds[s.name].tpot_neg and not preds[s.name].ttft_neg]
+        ttft_only = [s for s in c if preds[s.name].ttft_neg and not preds[s.name].tpot_neg]
+        both = [s for s in c if preds[s.name].ttft_neg and preds[s.name].tpot_neg]
+        for b, what in ((tpot_only, "TPOT-only deficit"), (ttft_only, "TTFT-only deficit"), (both, "")):
+            if b:
+                if what:
+                    notes.append(f"{what} bucket: {len(b)} of {len(c)}")
+                return b, "lowest predicted latency" if self._no_slo else "closest to SLO"
+        return c, "lowest predicted latency"
+
+    # ------------------------------------------------------------------ the decision
+    def pick(self, c: Sequence[NodeState], scores: dict[str, float], ctx: Context) -> tuple[NodeState, float, str]:
+        if self.cfg.picker == "weighted_random" and len(c) > 1:
+            total = sum(scores[s.name] for s in c)
+            u = float(ctx.rng.random()) * total
+            acc = 0.0
+            pick = c[-1]
+            for s in c:
+                acc += scores[s.name]
+                if u < acc:
+                    pick = s
+                    break
+            others = [scores[s.name] for s in c if s is not pick]
+            return pick, scores[pick.name] - max(others), f" (weighted draw, p={scores[pick.name] / total:.2f})"
+        pick, margin, tied = pick_best(c, lambda s: scores[s.name], ctx.rng)
+        return pick, margin, tie_note(tied)
+
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
+        self.stats["decisions"] += 1
+        self.predictor.maybe_retrain(ctx.now)
+        preds = self.predict(req, ok)
+        self.last = (req.id, preds or {})
+        notes: list[str] = []
+        if preds is None:
+            return self.cold(req, ctx, states, ok, notes)
+
+        slo_ttft = getattr(req, "slo_ttft_s", None)
+        slo_tpot = getattr(req, "slo_tpot_s", None)
+        self._no_slo = slo_ttft is None and slo_tpot is None
+        slo_txt = " / ".join(
+            x for x in (f"TTFT {slo_ttft * 1000:.0f} ms" if slo_ttft is not None else "", f"TPOT {slo_tpot * 1000:.1f} ms" if slo_tpot is not None else "") if x
+        )
+
+        def extra(s: NodeState):
+            p = preds.get(s.name)
+            if p is None:
+                return ()
+            f = [("p_ttft", round(p.ttft, 1)), ("p_tpot", round(p.tpot, 2))]
+            if not self._no_slo:
+                f += [("h_ttft", round(p.h_ttft, 1)), ("h_tpot", round(p.h_tpot, 2)), ("tier", 1.0 if p.positive else 0.0)]
+            f += [("sticky", 1.0 if s.prefix_score >= self.cfg.affinity_threshold else 0.0), ("kept", 1.0 if s.name in scores else 0.0)]
+            return tuple(f)
+
+        scores: dict[str, float] = {}
+        # latency-slo-admitter: shed a sheddable request no node can serve within its SLO.
+        if getattr(req, "sheddable", False) and not self._no_slo:
+            valid = [s for s in ok if preds[s.name].positive]
+            idle = [s for s in ok if s.running == 0]
+            cold = [s for s in ok if s.kv_usage < COLD_KV]
+            if not (valid or idle or cold):
+                self.stats["shed"] += 1
+                bt = min(ok, key=lambda s: preds[s.name].ttft)
+                bp = min(ok, key=lambda s: preds[s.name].tpot)
+                reason = (
+                    f"shed: no node meets {slo_txt} (best predicted TTFT {preds[bt.name].ttft:.0f} ms on {bt.name}, "
+                    f"TPOT {preds[bp.name].tpot:.1f} ms on {bp.name}); none idle, none cold (KV < {COLD_KV:.0%})"
+                )
+                return Decision(None, reason, candidates(states, {}, extra), 0.0)
+
+        c = list(ok)
+        if self.cfg.strict_affinity_threshold > 0:
+            c = self.affinity_gate(c, preds, self.cfg.strict_affinity_threshold, ctx, notes)
+        if not self._no_slo:
+            c = self.tier(c, preds, ctx, notes)
+        c = self.affinity_gate(c, preds, self.cfg.affinity_threshold, ctx, notes)
+        b, how = self.bucket(c, preds, notes)
+        scores = blend_scores(b, preds, self.cfg.ttft_weight)
+        pick, margin, tie = self.pick(b, scores, ctx)
+        p = preds[pick.name]
+        if self._no_slo:
+            head = f"{pick.name}: {how}, TTFT {p.ttft:.0f} ms, TPOT {p.tpot:.1f} ms"
+        else:
+            head = (
+                f"{pick.name}: {how} against {slo_txt}: headroom TTFT {p.h_ttft:.0f} ms, TPOT {p.h_tpot:.1f} ms "
+                f"(predicted {p.ttft:.0f} / {p.tpot:.1f} ms)"
+            )
+        reason = head + f", score {scores[pick.name]:.2f}"
+        if len(b) > 1:
+            reason += f", ahead by {margin:.2f}"
+        reason += tie
+        if notes:
+            reason += "; " + "; ".join(notes)
+        return Decision(pick.name, reason, candidates(states, scores, extra), margin)
+
+    _no_slo = True
+
+    def cold(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState], notes: list[str]) -> Decision:
+        """No model yet: the affinity gate (no load gate), then the composite fallback score."""
+        self.stats["cold"] += 1
+        c = self.affinity_gate(list(ok), None, self.cfg.affinity_threshold, ctx, notes)
+        terms = composite(c)
+        scores = {n: t[0] for n, t in terms.items()}
+        pick, margin, tie = self.pick(c, scores, ctx)
+        sc, kv, q, pre = terms[pick.name]
+
+        def extra(s: NodeState):
+            if s.name not in terms:
+                return (("kept", 0.0),)
+            _, k, qq, pp = terms[s.name]
+            return (("s_kv", round(k, 3)), ("s_queue", round(qq, 3)), ("s_prefix", round(pp, 3)), ("kept", 1.0))
+
+        reason = (
+            f"{pick.name}: cold ({self.predictor.samples} of {self.predictor.cfg.min_samples} samples), composite "
+            f"(kv free {kv:.2f} + queue {q:.2f} + prefix {pre:.2f}) / 3 = {sc:.2f}"
+        )
+        if len(c) > 1:
+            reason += f", ahead by {margin:.2f}"
+        reason += tie
+        if notes:
+            reason += "; " + "; ".join(notes)
+        return Decision(pick.name, reason, candidates(states, scores, extra), margin)
+
+    # ------------------------------------------------------------------ learning
+    def routed(self, req: Request, node: str, states: Sequence[NodeState]) -> None:
+        self._forget(req.id)
+        s = next((x for x in states if x.name == node), None)
+        if s is None:
+            return
+        pred = None
+        if self.last is not None and self.last[0] == req.id:
+            pred = self.last[1].get(node)
+        self.pending[req.id] = Pending(
+            node, self.features(req, s), pred.ttft if pred else None, pred.tpot if pred and self.predictor.tpot_model else None
+        )
+        slo_tpot = getattr(req, "slo_tpot_s", None)
+        if slo_tpot is not None:
+            self.tpot_slos.setdefault(node, {})[req.id] = slo_tpot * 1000.0
+
+    def _forget(self, rid: str) -> Pending | None:
+        p = self.pending.pop(rid, None)
+        if p is not None:
+            slos = self.tpot_slos.get(p.node)
+            if slos:
+                slos.pop(rid, None)
+        return p
+
+    def on_event(self, ev: Event) -> None:
+        if isinstance(ev, FirstToken):
+            p = self.pending.get(ev.request)
+            if p is not None and p.node == ev.node and not p.ttft_done:
+                self._ttft(p, ev.ttft)
+                self.predictor.maybe_retrain(ev.t)
+        elif isinstance(ev, RequestCompleted):
+            p = self._forget(ev.request)
+            if p is None or p.node != ev.node:
+                return
+            if not p.ttft_done:
+                self._ttft(p, ev.ttft)
+            if ev.output_tokens > 1 and ev.tpot > 0:
+                tpot_ms = ev.tpot * 1000.0
+                self.predictor.add_tpot(p.row, tpot_ms)
+                if p.tpot is not None:
+                    self.tpot_mape.add(p.tpot, tpot_ms)
+            self.predictor.maybe_retrain(ev.t)
+        elif isinstance(ev, RequestRejected):
+            self._forget(ev.request)
+
+    def _ttft(self, p: Pending, ttft_s: float) -> None:
+        p.ttft_done = True
+        ttft_ms = ttft_s * 1000.0
+        self.predictor.add_ttft(p.row, ttft_ms)
+        if p.ttft is not None:
+            self.ttft_mape.add(p.ttft, ttft_ms)
+
+    # ------------------------------------------------------------------ figures
+    def report(self) -> dict:
+        r = lambda x: None if x is None else round(x, 2)  # noqa: E731
+        pr = self.predictor
+        return {
+            "prediction": {
+                "regressor": pr.cfg.regressor,
+                "ttft_mape": r(self.ttft_mape.value),  # percent
+                "tpot_mape": r(self.tpot_mape.value),  # percent
+                "samples": pr.samples,
+                "retrains": pr.retrains,
+                "scored": {"ttft": self.ttft_mape.n, "tpot": self.tpot_mape.n},
+                "window": self.cfg.mape_window,
+                "ttft_mape_windows": self.ttft_mape.per_window(),
+                "tpot_mape_windows": self.tpot_mape.per_window(),
+                "models": {
+                    "ttft": pr.ttft_model.describe() if pr.ttft_model else None,
+                    "tpot": pr.tpot_model.describe() if pr.tpot_model else None,
+                },
+            },
+            "predicted_latency": dict(self.stats),
+        }

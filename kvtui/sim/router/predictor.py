@@ -1,0 +1,355 @@
+"""Online TTFT / TPOT regressors for `predicted_latency`, after llm-d's latency predictor sidecar.
+
+What upstream does (llm-d/llm-d-latency-predictor, training/training_server.py, class
+`LatencyPredictor`), and what this module keeps of it:
+
+- **Samples and labels.** The EPP's predicted-latency producer
+  (llm-d-inference-scheduler pkg/epp/framework/plugins/requestcontrol/dataproducer/
+  predictedlatency/training.go, `buildTrainingEntry` / `recordTTFTTrainingData`) sends one
+  training entry per request with the endpoint metrics *seen at dispatch* (KV-cache usage,
+  waiting, running), the input length, the prefix-cache score and the prefill tokens in flight
+  at dispatch, labelled with the observed TTFT (first token) and TPOT (end of stream). Samples
+  with a zero label are not trained on (`add_training_sample`: `actual_tpot_ms > 0`). Here the
+  policy remembers the features a request was routed with and labels them from the engine's
+  FirstToken / RequestCompleted events; TPOT only when the request produced more than one token.
+- **Stratified sliding window.** Each sample goes to a bucket keyed by (queue bucket, KV-cache
+  bucket, prefix bucket); every bucket is a `deque(maxlen=MAX_TRAINING_DATA_SIZE_PER_BUCKET)`
+  (default 500), so it keeps its newest samples and old regimes are not washed out by the
+  current one (the blog's argument). Queue buckets are upstream's 0 / 1-2 / 3-5 / 6-10 / 11+
+  waiting (`_get_queue_bucket`), prefix buckets quarters (`_get_prefix_bucket`). KV buckets:
+  the blog and the issue say tens of percent; upstream's code has since moved to 5 % steps
+  (`cache_buckets = int(1.0 / 0.05)`); `kv_buckets` is the knob (default 10).
+- **Retraining.** Upstream retrains in a background loop every `RETRAINING_INTERVAL_SEC`
+  (code default 1800 s; the shipped ConfigMap deploy/base/training/configmap.yaml sets 1 s),
+  skipping while the windows hold fewer than `MIN_SAMPLES_FOR_RETRAIN` samples in total (1000,
+  lowered to `MIN_SAMPLES_FOR_RETRAIN_FRESH` = 10 when it starts without a saved model, which
+  is always the case here). Defaults here: every 1 sim second, from 10 samples; optionally
+  also after every `retrain_samples` new samples. Time is sim time, never the wall clock.
+- **Gated ensemble.** With `ENSEMBLE_MODE` (default on) upstream trains separate "noqueue"
+  (waiting == 0) and "queued" sub-models once each regime has `MIN_SAMPLES_FOR_ENSEMBLE_SPLIT`
+  (200) samples, and routes a prediction to the sub-model of its regime. Kept (`ensemble_split`).
+- **Features.** TTFT: is_queued, KV usage, input length, waiting, running, prefill tokens in
+  flight, prefix score and the interaction `effective_input_tokens = (1 - prefix) x input`
+  (`_prepare_features_with_interaction`: "prefix caching benefit scales with input size").
+  TPOT: is_queued, KV usage, input length, waiting, running, prefill tokens in flight. Left out:
+  decode tokens in flight, pod type, encoder sizes (the simulator has no such inputs) and the
+  TTFT model's categorical prefix bucket (only the tree models use it).
+
+Regressors:
+
+- `linear` (default, numpy only): ridge least squares on the features above plus two
+  interactions, `effective_input x running` (a prefill shares its iterations with the running
+  decodes) and `waiting x running` (a queued request waits for decodes to finish). Weighted by
+  1 / y^2, i.e. it minimises the squared *relative* error: the router compares latencies that
+  span three orders of magnitude and the figure reported is MAPE, so a 10 ms error on a 20 ms
+  TTFT must cost as much as a 1 s error on a 2 s one. Upstream's numpy-free analogue is its
+  `bayesian_ridge` model type (sklearn BayesianRidge on standardised features). A linear model
+  is the right default for this simulator: the roofline latency model is itself piecewise
+  linear in tokens and batch size, and the queued / not-queued split supplies the kink.
+- `xgboost` (`pip install 'kvtui[xgboost]'`): upstream's default model type and its
+  hyper-parameters (200 trees, depth 6, learning rate 0.05, subsample / colsample 0.8,
+  min_child_weight 5, gamma 0.2, reg_alpha 0.01, reg_lambda 0.1, hist, random_state 42), with
+  `nthread=1` so runs are bit-for-bit reproducible, through the native `xgboost.train` API (no
+  scikit-learn needed). Objective `reg:squarederror` weighted 1 / y^2 like the linear model:
+  upstream defaults to the p90 quantile (`LATENCY_OBJECTIVE_TYPE=quantile`), a deliberate
+  pessimism for SLO admission; here the error is reported as MAPE, which this targets.
+
+Upstream also holds out 10 % of samples as a test set (hash split) to score each retrain;
+here every prediction is scored online against what happened (see `predicted_latency`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+# The raw features, in this order, for every sample and every candidate.
+FEATURES = ("kv", "input", "waiting", "running", "prefill_tif", "prefix")
+Row = tuple[float, float, float, float, float, float]
+
+MISSING_XGBOOST = (
+    "router.predicted_latency.regressor is 'xgboost' but the xgboost package is not installed; "
+    "install it with `pip install 'kvtui[xgboost]'` or use regressor: linear"
+)
+
+
+def queue_bucket(waiting: float) -> int:
+    """llm-d-latency-predictor `_get_queue_bucket`: 0, 1-2, 3-5, 6-10, 11+ waiting requests."""
+    if waiting <= 0:
+        return 0
+    if waiting <= 2:
+        return 1
+    if waiting <= 5:
+        return 2
+    if waiting <= 10:
+        return 3
+    return 4
+
+
+def fraction_bucket(x: float, n: int) -> int:
+    """`_get_cache_bucket` / `_get_prefix_bucket`: clamp to [0, 1], n equal steps."""
+    x = 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
+    return min(int(x * n), n - 1)
+
+
+class StratifiedWindow:
+    """Samples in (queue, KV, prefix) buckets, each keeping its newest `per_bucket`."""
+
+    def __init__(self, per_bucket: int = 500, kv_buckets: int = 10, prefix_buckets: int = 4) -> None:
+        self.per_bucket = per_bucket
+        self.kv_buckets = kv_buckets
+        self.prefix_buckets = prefix_buckets
+        self.buckets: dict[tuple[int, int, int], deque[tuple[Row, float]]] = {}
+
+    def key(self, x: Row) -> tuple[int, int, int]:
+        return (queue_bucket(x[2]), fraction_bucket(x[0], self.kv_buckets), fraction_bucket(x[5], self.prefix_buckets))
+
+    def add(self, x: Row, y: float) -> None:
+        k = self.key(x)
+        b = self.buckets.get(k)
+        if b is None:
+            b = self.buckets[k] = deque(maxlen=self.per_bucket)
+        b.append((x, y))
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.buckets.values())
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every sample, buckets in key order (deterministic), as (X raw, y)."""
+        rows: list[Row] = []
+        ys: list[float] = []
+        for k in sorted(self.buckets):
+            for x, y in self.buckets[k]:
+                rows.append(x)
+                ys.append(y)
+        return np.asarray(rows, dtype=float).reshape(-1, len(FEATURES)), np.asarray(ys, dtype=float)
+
+
+def design(X: np.ndarray, target: str) -> np.ndarray:
+    """Engineered columns (no intercept) for the TTFT or TPOT model; see the module docstring."""
+    kv, inp, wait, run, tif, pre = (X[:, i] for i in range(6))
+    queued = (wait > 0).astype(float)
+    if target == "ttft":
+        eff = (1.0 - pre) * inp
+        cols = [queued, kv, inp, wait, run, tif, pre, eff, eff * run, wait * run]
+    else:
+        cols = [queued, kv, inp, wait, run, tif, wait * run]
+    return np.column_stack(cols) if len(X) else np.zeros((0, len(cols)))
+
+
+class LinearRegressor:
+    """Ridge least squares on standardised engineered columns, weighted by 1 / y^2."""
+
+    def __init__(self, target: str, ridge: float = 1e-3) -> None:
+        self.target = target
+        self.ridge = ridge
+        self.mu: np.ndarray | None = None
+        self.sd: np.ndarray | None = None
+        self.beta: np.ndarray | None = None
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        D = design(X, self.target)
+        self.mu = D.mean(axis=0)
+        sd = D.std(axis=0)
+        self.sd = np.where(sd > 0, sd, 1.0)
+        Z = np.column_stack([np.ones(len(D)), (D - self.mu) / self.sd])
+        w = 1.0 / np.maximum(y, 1e-9)  # sqrt of the 1/y^2 weights
+        A = Z * w[:, None]
+        b = y * w
+        # Ridge on every column but the intercept, as extra rows of the least-squares system.
+        # Its strength is relative to the weighted data, so it does not depend on the units.
+        reg = np.sqrt(self.ridge * float(np.sum(w * w))) * np.eye(Z.shape[1])[1:]
+        A = np.vstack([A, reg])
+        b = np.concatenate([b, np.zeros(reg.shape[0])])
+        self.beta = np.linalg.lstsq(A, b, rcond=None)[0]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        assert self.beta is not None and self.mu is not None and self.sd is not None
+        D = design(X, self.target)
+        Z = np.column_stack([np.ones(len(D)), (D - self.mu) / self.sd])
+        return Z @ self.beta
+
+
+# llm-d-latency-predictor training_server.py `_train_model_with_scaling`, XGBoost branch.
+XGB_PARAMS = {
+    "max_depth": 6,
+    "eta": 0.05,  # learning_rate
+    "subsample": 0.8,
+    "colsample_bytree": 0.8,
+    "min_child_weight": 5,
+    "gamma": 0.2,
+    "alpha": 0.01,  # reg_alpha
+    "lambda": 0.1,  # reg_lambda
+    "tree_method": "hist",
+    "seed": 42,  # random_state
+    "nthread": 1,  # upstream n_jobs=-1; one thread keeps reruns bit-for-bit identical
+    "objective": "reg:squarederror",
+    "verbosity": 0,
+}
+XGB_ROUNDS = 200  # n_estimators
+
+
+def import_xgboost():
+    try:
+        import xgboost  # noqa: PLC0415  (optional dependency, imported only when selected)
+    except ImportError as e:  # pragma: no cover - exercised when the extra is absent
+        raise ImportError(MISSING_XGBOOST) from e
+    return xgboost
+
+
+class XGBRegressor:
+    """Upstream's XGBoost model on the same engineered columns (single-threaded, seeded)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.xgb = import_xgboost()
+        self.model = None
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        # The native API (DMatrix + train), so the extra needs no scikit-learn.
+        # Weighted 1 / y^2 like the linear model: squared relative error, the scale MAPE reports.
+        w = 1.0 / np.maximum(y, 1e-9) ** 2
+        dtrain = self.xgb.DMatrix(design(X, self.target), label=y, weight=w / w.mean(), nthread=1)
+        self.model = self.xgb.train(XGB_PARAMS, dtrain, num_boost_round=XGB_ROUNDS)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.predict(self.xgb.DMatrix(design(X, self.target), nthread=1)), dtype=float)
+
+
+def make_regressor(kind: str, target: str):
+    if kind == "linear":
+        return LinearRegressor(target)
+    if kind == "xgboost":
+        return XGBRegressor(target)
+    raise ValueError(f"unknown regressor {kind!r} (linear, xgboost)")
+
+
+class Gated:
+    """Upstream's gated ensemble: one model, or noqueue / queued sub-models once both have data."""
+
+    def __init__(self, kind: str, target: str, split: int) -> None:
+        self.kind, self.target, self.split = kind, target, split
+        self.models: dict[str, object] = {}
+        self.floor = 0.0
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        queued = X[:, 2] > 0
+        n_q = int(queued.sum())
+        models: dict[str, object] = {}
+        if self.split > 0 and n_q >= self.split and len(X) - n_q >= self.split:
+            for name, mask in (("noqueue", ~queued), ("queued", queued)):
+                m = make_regressor(self.kind, self.target)
+                m.fit(X[mask], y[mask])
+                models[name] = m
+        else:
+            m = make_regressor(self.kind, self.target)
+            m.fit(X, y)
+            models["all"] = m
+        self.models = models
+        # A linear model can extrapolate below zero; no latency is below half the fastest seen.
+        self.floor = 0.5 * float(y.min())
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        if "all" in self.models:
+            out = self.models["all"].predict(X)
+        else:
+            queued = X[:, 2] > 0
+            out = np.empty(len(X))
+            if (~queued).any():
+                out[~queued] = self.models["noqueue"].predict(X[~queued])
+            if queued.any():
+                out[queued] = self.models["queued"].predict(X[queued])
+        return np.maximum(out, self.floor)
+
+    def describe(self) -> str:
+        return "+".join(self.models)
+
+
+@dataclass
+class PredictorConfig:
+    regressor: str = "linear"
+    bucket_size: int = 500
+    kv_buckets: int = 10
+    min_samples: int = 10
+    retrain_interval_s: float = 1.0
+    retrain_samples: int = 0
+    ensemble_split: int = 200
+
+
+class LatencyPredictor:
+    """Two stratified windows (TTFT, TPOT), retrained on a sim-time cadence.
+
+    `add_ttft` / `add_tpot` take the features a request was routed with and the label in ms;
+    `maybe_retrain(now)` fits when due; `predict(rows)` returns (TTFT ms, TPOT ms) arrays, or
+    None while no TTFT model exists (the policy's cold path). A TPOT model missing while the
+    TTFT one exists (every output one token long) predicts 0 ms TPOT.
+    """
+
+    def __init__(self, cfg: PredictorConfig | None = None) -> None:
+        self.cfg = cfg or PredictorConfig()
+        if self.cfg.regressor == "xgboost":
+            import_xgboost()  # fail at construction, with the clear message
+        elif self.cfg.regressor != "linear":
+            raise ValueError(f"unknown regressor {self.cfg.regressor!r} (linear, xgboost)")
+        self.ttft_window = StratifiedWindow(self.cfg.bucket_size, self.cfg.kv_buckets)
+        self.tpot_window = StratifiedWindow(self.cfg.bucket_size, self.cfg.kv_buckets)
+        self.ttft_model: Gated | None = None
+        self.tpot_model: Gated | None = None
+        self.samples = 0  # labels received (TTFT + TPOT)
+        self.new = 0  # since the last retrain
+        self.retrains = 0
+        self.last_train = float("-inf")
+
+    @property
+    def trained(self) -> bool:
+        return self.ttft_model is not None
+
+    def add_ttft(self, x: Row, ttft_ms: float) -> None:
+        if ttft_ms > 0:
+            self.ttft_window.add(x, ttft_ms)
+            self.samples += 1
+            self.new += 1
+
+    def add_tpot(self, x: Row, tpot_ms: float) -> None:
+        if tpot_ms > 0:
+            self.tpot_window.add(x, tpot_ms)
+            self.samples += 1
+            self.new += 1
+
+    def due(self, now: float) -> bool:
+        if self.new <= 0:
+            return False
+        if len(self.ttft_window) + len(self.tpot_window) < self.cfg.min_samples:
+            return False
+        if now - self.last_train >= self.cfg.retrain_interval_s:
+            return True
+        return self.cfg.retrain_samples > 0 and self.new >= self.cfg.retrain_samples
+
+    def maybe_retrain(self, now: float) -> bool:
+        if not self.due(now):
+            return False
+        self.retrain(now)
+        return True
+
+    def retrain(self, now: float) -> None:
+        """Fit each model whose window holds at least `min_samples` (upstream's per-model check)."""
+        for window, attr, target in ((self.ttft_window, "ttft_model", "ttft"), (self.tpot_window, "tpot_model", "tpot")):
+            if len(window) >= self.cfg.min_samples:
+                X, y = window.arrays()
+                model = Gated(self.cfg.regressor, target, self.cfg.ensemble_split)
+                model.fit(X, y)
+                setattr(self, attr, model)
+        self.last_train = now
+        self.new = 0
+        self.retrains += 1
+
+    def predict(self, rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.ttft_model is None:
+            return None
+        X = np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))
+        ttft = self.ttft_model.predict(X)
+        tpot = self.tpot_model.predict(X) if self.tpot_model is not None else np.zeros(len(X))
+        return ttft, tpot

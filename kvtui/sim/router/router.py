@@ -1,0 +1,244 @@
+"""The Router (the global scheduler): policy, KV index, session table, and the request path.
+
+After the router objects of BLIS, Vidur and Dynamo: one object owns everything a routing
+decision depends on, and the engine hands it requests. It
+
+- keeps the global KV index, fed only by KV events, delivered `router.index.delay_ms` late
+  (the event transport; llm-d's indexer consumes vLLM's KV events over ZMQ), and optionally the
+  approximate index of what it routed itself (`router.index.mode: approximate`);
+- builds one `NodeState` snapshot per node for the policy (policies never touch a node);
+- applies the routing overhead, then asks the policy, emits `RouteDecided` with every
+  candidate, the margin and any staleness, and hands the request to the node or rejects it;
+- holds requests while the control plane recovers (or rejects them, `while_down: reject`);
+- counts stale answers: for the chosen node it compares what the index said with what the
+  node's pool holds (an oracle check the simulation can make and a real router cannot).
+
+The control plane (kvtui.sim.control_plane) talks to the Router only: it takes over the KV
+event sink (to write them to its log), records session routes, and drops and rebuilds the
+index and the session table across a crash.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
+import simpy
+
+from kvtui.events import (
+    BlocksEvicted,
+    BlocksStored,
+    Event,
+    NodeCacheCleared,
+    NodeDown,
+    RequestRejected,
+    RouteDecided,
+)
+from kvtui.scenario.model import Router as RouterConfig
+from kvtui.sim.request import Request
+from kvtui.sim.router.approx import ApproxIndex
+from kvtui.sim.router.base import Context
+from kvtui.sim.router.index import KVIndex, Match
+from kvtui.sim.router.registry import make_policy
+from kvtui.sim.router.state import Decision, NodeState
+
+if TYPE_CHECKING:
+    from kvtui.sim.bus import Bus
+    from kvtui.sim.node import Node
+
+KV_EVENTS = (BlocksStored, BlocksEvicted, NodeCacheCleared)
+
+
+class Router:
+    def __init__(
+        self,
+        bus: "Bus",
+        nodes: Sequence["Node"],
+        cfg: RouterConfig,
+        policy: str,
+        rng: np.random.Generator,
+        block_size: int,
+        on_finish: Callable[[Request, str], None],
+    ):
+        self.bus = bus
+        self.env: simpy.Environment = bus.env
+        self.nodes = list(nodes)
+        self.node_by_name = {n.name: n for n in self.nodes}
+        self.cfg = cfg
+        self.policy_name = policy
+        self.policy = make_policy(policy, cfg)
+        self.ctx = Context(rng=rng, block_size=block_size, sessions={})
+        self.block_size = block_size
+        self.on_finish = on_finish
+        self.overhead = cfg.routing_overhead_ms / 1000.0
+        self.delay = cfg.index.delay_ms / 1000.0
+
+        weights = {"gpu": cfg.index.medium_weights.gpu, "cpu": cfg.index.medium_weights.cpu}
+        self.index = KVIndex(cfg.index.scorer, weights)
+        self.approx: ApproxIndex | None = None
+        if cfg.index.mode == "approximate":
+            cap = cfg.index.approx_blocks_per_node
+            self.approx = ApproxIndex({n.name: cap or n.pool.num_blocks for n in self.nodes})
+        self.kv_sink: Callable[[Event], None] = self.index.on_event
+        self.sessions: dict[str, str] = self.ctx.sessions  # type: ignore[assignment]
+        self.session_sink: Callable[[str, str], None] | None = None
+
+        self.in_routing = 0
+        self.down = False
+        self.reject_while_down = False
+        self.held: list[Request] = []
+        self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0}
+
+        bus.listen(self._on_kv_event, KV_EVENTS)
+        bus.listen(self._on_node_down, (NodeDown,))
+        if self.policy.EVENT_TYPES:
+            bus.listen(self.policy.on_event, self.policy.EVENT_TYPES)
+
+    # ------------------------------------------------------------------ KV events
+    def _on_kv_event(self, ev: Event) -> None:
+        """Deliver a KV event to the index, `delay_ms` late (in order: every event waits the same)."""
+        if self.delay <= 0:
+            self.kv_sink(ev)
+            return
+        timer = self.env.timeout(self.delay)
+        timer.callbacks.append(lambda _t, e=ev: self.kv_sink(e))
+
+    def _on_node_down(self, ev: NodeDown) -> None:
+        if self.approx is not None:
+            self.approx.forget(ev.node)
+
+    # ------------------------------------------------------------------ the request path
+    def submit(self, req: Request) -> None:
+        """A request reaches the router: decide after the routing overhead."""
+        self.in_routing += 1
+        if self.overhead > 0:
+            t = self.env.timeout(self.overhead)
+            t.callbacks.append(lambda _ev, r=req: self._route_or_hold(r))
+        else:
+            self._route_or_hold(req)
+
+    def _route_or_hold(self, req: Request) -> None:
+        if self.down:
+            if self.reject_while_down:
+                self.in_routing -= 1
+                self.reject(req, None, "control plane is recovering (while_down: reject)")
+            else:
+                self.held.append(req)
+            return
+        self.route_now(req)
+
+    def route_now(self, req: Request) -> None:
+        """Decide and hand over to the node (the router is up)."""
+        self.in_routing -= 1
+        keys = req.block_keys[: req.prompt_tokens // self.block_size]
+        states = self.observe(req, keys)
+        self.ctx.now = self.env.now
+        decision = self.policy.decide(req, self.ctx, states)
+        stale = self._check_staleness(decision, states, keys)
+        self.bus.emit(
+            RouteDecided,
+            request=req.id,
+            node=decision.node,
+            policy=self.policy_name,
+            reason=decision.reason,
+            candidates=decision.candidates,
+            prompt_blocks=len(keys),
+            session=req.session,
+            margin=round(decision.margin, 6),
+            stale=stale,
+        )
+        if decision.node is None:
+            self.reject(req, None, decision.reason)
+            return
+        node = self.node_by_name[decision.node]
+        problem = node.admission_problem(req)
+        if problem is not None:
+            self.reject(req, node.name, problem)
+            return
+        self.sessions[req.session] = node.name
+        if self.session_sink is not None:
+            self.session_sink(req.session, node.name)
+        if self.approx is not None:
+            self.approx.routed(node.name, keys)
+        self.policy.routed(req, node.name, states)
+        node.enqueue(req)
+
+    def reject(self, req: Request, node: str | None, reason: str) -> None:
+        self.bus.emit(RequestRejected, request=req.id, node=node, reason=reason)
+        self.on_finish(req, "rejected")
+
+    # ------------------------------------------------------------------ snapshots
+    def observe(self, req: Request, keys: Sequence[int]) -> list[NodeState]:
+        """One snapshot per node, with the prefix the policy's index credits it."""
+        precise = self.index.match(keys)
+        used, other = (precise, None) if self.approx is None else (self.approx.match(keys), precise)
+        total = len(keys)
+        none = Match(0, 0.0)
+        out = []
+        for node in self.nodes:
+            m = used.get(node.name, none) if node.up else none
+            pool = node.pool
+            out.append(
+                NodeState(
+                    name=node.name,
+                    problem=node.admission_problem(req),
+                    prefix=m.consecutive,
+                    prefix_score=min(1.0, m.weighted / total) if total else 0.0,
+                    total=total,
+                    running=len(node.running),
+                    waiting=len(node.waiting),
+                    used_blocks=pool.used_count,
+                    free_blocks=pool.free_count,
+                    num_blocks=pool.num_blocks,
+                    prefill_tokens=node.pending_prefill_tokens(),
+                    other_prefix=-1 if other is None else other.get(node.name, none).consecutive,
+                )
+            )
+        return out
+
+    def _check_staleness(self, decision: Decision, states: Sequence[NodeState], keys: Sequence[int]) -> str:
+        """Compare the index's answer for the chosen node with its pool; count and describe a gap."""
+        if decision.node is None:
+            return ""
+        self.stats["decisions"] += 1
+        said = next(s.prefix for s in states if s.name == decision.node)
+        node = self.node_by_name[decision.node]
+        holds = len(node.pool.lookup(keys, len(keys))) if node.up else 0
+        if said == holds:
+            return ""
+        self.stats["stale_decisions"] += 1
+        if said > holds:
+            self.stats["stale_said_cached"] += 1
+            return f"index said {said} blocks cached on {node.name}, its pool holds {holds}"
+        self.stats["stale_said_missing"] += 1
+        return f"index said {said} blocks on {node.name}, its pool holds {holds} (not yet reported)"
+
+    # ------------------------------------------------------------------ control-plane downtime
+    def hold(self, reject: bool) -> None:
+        """The control plane is down: hold (or reject) what arrives until `release`."""
+        self.down = True
+        self.reject_while_down = reject
+
+    def release(self) -> None:
+        self.down = False
+        held, self.held = self.held, []
+        for req in held:
+            self.route_now(req)
+
+    # ------------------------------------------------------------------ figures
+    def report(self) -> dict:
+        """The result document's `routing` section."""
+        s = self.stats
+        return {
+            "policy": self.policy_name,
+            "index": {
+                "mode": self.cfg.index.mode,
+                "scorer": self.cfg.index.scorer,
+                "delay_ms": self.cfg.index.delay_ms,
+                "decisions": s["decisions"],
+                "stale_decisions": s["stale_decisions"],
+                "stale_said_cached": s["stale_said_cached"],
+                "stale_said_missing": s["stale_said_missing"],
+            },
+            **self.policy.report(),
+        }

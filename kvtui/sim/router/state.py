@@ -1,0 +1,136 @@
+"""What a policy reads and what it returns: node snapshots, decisions, the seeded picker.
+
+`NodeState` is a snapshot of one node as the router sees it at decision time (after BLIS's
+RouterState: callers read snapshots, never the nodes' internals). Policies never touch a
+`Node`, its pool or its queue; the Router builds the snapshots and hands them over, so a
+policy is a pure function of (request, snapshots, its own state, the seeded RNG).
+
+`pick_best` is the max-score picker every policy uses: ties are broken by the seeded RNG,
+never by node order, as llm-d's max-score picker does (it shuffles the candidates before
+taking the maximum, gateway-api-inference-extension
+pkg/epp/scheduling/framework/plugins/picker/max_score_picker.go).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from kvtui.events import Candidate
+
+Features = tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """One node's features at decision time.
+
+    `prefix` is the number of leading prompt blocks the index says this node holds (the
+    consecutive match); `prefix_score` is the index scorer's weighted score over `total`
+    prompt blocks, in [0, 1]. `prefill_tokens` are prompt tokens queued or mid-prefill on the
+    node (work it must do before a new request's prefill starts); `used_blocks` are blocks
+    held by requests now (decode state), `free_blocks` can be allocated (empty or idle cached).
+    """
+
+    name: str
+    problem: str | None
+    prefix: int
+    prefix_score: float
+    total: int
+    running: int
+    waiting: int
+    used_blocks: int
+    free_blocks: int
+    num_blocks: int
+    prefill_tokens: int
+    other_prefix: int = -1  # approximate mode: what the precise (KV-event) index says; -1 otherwise
+
+    @property
+    def eligible(self) -> bool:
+        return self.problem is None
+
+    @property
+    def active(self) -> int:
+        return self.running + self.waiting
+
+    @property
+    def kv_usage(self) -> float:
+        return 1.0 - self.free_blocks / self.num_blocks if self.num_blocks else 1.0
+
+    def base_features(self) -> Features:
+        """The features every decision shows, whatever the policy."""
+        out: list[tuple[str, float]] = [("prefix", float(self.prefix))]
+        if self.other_prefix >= 0:
+            out.append(("precise", float(self.other_prefix)))
+        out += [
+            ("run", float(self.running)),
+            ("wait", float(self.waiting)),
+            ("kv_util", round(self.kv_usage, 4)),
+        ]
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's answer: the node (None = refuse), why, every candidate, the margin."""
+
+    node: str | None
+    reason: str
+    candidates: tuple[Candidate, ...]
+    margin: float = 0.0
+
+
+def candidates(
+    states: Sequence[NodeState],
+    scores: dict[str, float],
+    extra: Callable[[NodeState], Features] | None = None,
+) -> tuple[Candidate, ...]:
+    """Every node as a candidate: its features (the base ones, then the policy's), its score."""
+    out = []
+    for s in states:
+        feats = s.base_features() + (extra(s) if extra is not None and s.eligible else ())
+        out.append(
+            Candidate(
+                node=s.name,
+                score=round(scores.get(s.name, 0.0), 6),
+                features=feats,
+                eligible=s.eligible,
+                note=s.problem or "",
+            )
+        )
+    return tuple(out)
+
+
+def pick_best(
+    ok: Sequence[NodeState], key: Callable[[NodeState], float | tuple], rng: np.random.Generator
+) -> tuple[NodeState, float, int]:
+    """The state with the highest `key`, ties broken by `rng`.
+
+    Returns (pick, margin, tied): margin is the pick's lead over the best other candidate on
+    the key's first component (0 when tied or alone); tied is how many shared the top key.
+    The RNG is drawn only when there is a tie, so policies that never tie draw nothing.
+    """
+    keyed = [(key(s), s) for s in ok]
+    best = max(k for k, _ in keyed)
+    top = [s for k, s in keyed if k == best]
+    pick = top[0] if len(top) == 1 else top[int(rng.integers(len(top)))]
+    first = (lambda k: k[0]) if isinstance(best, tuple) else (lambda k: k)
+    others = [first(k) for k, s in keyed if s is not pick]
+    margin = float(first(best) - max(others)) if others else 0.0
+    return pick, margin, len(top)
+
+
+def least_loaded(ok: Sequence[NodeState], rng: np.random.Generator) -> tuple[NodeState, float, int]:
+    """Fewest active requests, then most free blocks; remaining ties to the RNG."""
+    return pick_best(ok, lambda s: (-s.active, s.free_blocks), rng)
+
+
+def no_eligible(states: Sequence[NodeState]) -> Decision:
+    reasons = "; ".join(f"{s.name}: {s.problem}" for s in states)
+    return Decision(None, f"no node can take it ({reasons})", candidates(states, {}))
+
+
+def tie_note(tied: int) -> str:
+    return f" (tie of {tied}, drawn by the seeded RNG)" if tied > 1 else ""

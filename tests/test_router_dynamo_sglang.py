@@ -1,0 +1,335 @@
+"""The `dynamo` and `sglang_cache_aware` policies: their formulas on hand-made node states,
+seeded sampling and tie-breaks, SGLang's balance thresholds at their edges, the approximate
+tree's LRU bound, and a short engine run of each."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kvtui.events import FirstToken, NodeDown, RequestCompleted, RequestRejected
+from kvtui.scenario import load_scenario
+from kvtui.scenario.model import DynamoConfig, Router, SGLangConfig
+from kvtui.sim.engine import Simulation
+from kvtui.sim.request import Request
+from kvtui.sim.router.base import Context
+from kvtui.sim.router.dynamo import Dynamo, softmax_probabilities
+from kvtui.sim.router.radix_tree import RadixTree
+from kvtui.sim.router.registry import make_policy
+from kvtui.sim.router.sglang import SGLangCacheAware
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+BS = 16
+
+
+def ns(name, prefix=0, total=4, running=0, waiting=0, problem=None):
+    from kvtui.sim.router.state import NodeState
+
+    return NodeState(
+        name=name,
+        problem=problem,
+        prefix=prefix,
+        prefix_score=prefix / total if total else 0.0,
+        total=total,
+        running=running,
+        waiting=waiting,
+        used_blocks=0,
+        free_blocks=100,
+        num_blocks=100,
+        prefill_tokens=0,
+    )
+
+
+def req(rid, keys, prompt=None, out=8):
+    keys = tuple(keys)
+    return Request(
+        id=rid, session=f"s-{rid}", group="g", turn=0, prompt_tokens=len(keys) * BS if prompt is None else prompt,
+        output_tokens=out, block_keys=keys,
+    )
+
+
+def ctx(seed=0, now=0.0):
+    return Context(rng=np.random.default_rng(seed), block_size=BS, sessions={}, now=now)
+
+
+def feats(decision, node):
+    c = next(c for c in decision.candidates if c.node == node)
+    return dict(c.features)
+
+
+def ev(cls, **kw):
+    return cls(seq=0, t=0.0, **kw)
+
+
+# ---------------------------------------------------------------------------------- dynamo
+def test_dynamo_registered_and_configured():
+    p = make_policy("dynamo", Router(dynamo=DynamoConfig(overlap_score_weight=2.5, temperature=0.3)))
+    assert isinstance(p, Dynamo) and p.weight == 2.5 and p.temperature == 0.3
+
+
+def test_dynamo_cost_on_an_idle_cluster():
+    """cost = w x (uncached prompt tokens + in-flight prefill tokens) / bs + (new + active) blocks."""
+    p = Dynamo()
+    r = req("r", [1, 2, 3, 4])  # 64 tokens, 4 blocks
+    states = [ns("a", prefix=2), ns("b", prefix=0)]
+    d = p.decide(r, ctx(), states)
+    # a: 1.0 x (64 - 2x16)/16 + (4 new + 0 active) = 2 + 4 = 6; b: 4 + 4 = 8
+    assert d.node == "a"
+    assert feats(d, "a")["pf_blk"] == 2.0 and feats(d, "a")["dec_blk"] == 4.0 and feats(d, "a")["cost"] == 6.0
+    assert feats(d, "b")["cost"] == 8.0
+    assert d.margin == pytest.approx(2.0)
+    assert "cost 6.0 = 1x2.0 prefill + 4.0 decode blocks (overlap 2/4)" in d.reason and "lowest by 2.0" in d.reason
+
+    heavy = Dynamo(overlap_score_weight=3.0)
+    t = heavy.terms(r, ctx(), states)
+    assert t["a"][2] == pytest.approx(3 * 2 + 4) and t["b"][2] == pytest.approx(3 * 4 + 4)
+
+
+def test_dynamo_tracks_its_own_active_sequences():
+    p = Dynamo()
+    states = [ns("a"), ns("b")]
+    c = ctx()
+    r1 = req("r1", [1, 2, 3, 4])
+    p.decide(r1, c, states)
+    p.routed(r1, "b", states)  # routed with overlap 0: 64 prefill tokens, 4 active blocks on b
+
+    r2 = req("r2", [9, 10, 11, 12])
+    t = p.terms(r2, c, states)
+    assert t["b"] == (pytest.approx((64 + 64) / 16), 8.0, pytest.approx(8 + 8))
+    assert t["a"] == (pytest.approx(4.0), 4.0, pytest.approx(8.0))
+
+    # a request sharing r1's blocks adds no new decode blocks on b
+    r3 = req("r3", [1, 2, 3, 4])
+    assert p.terms(r3, c, [ns("a"), ns("b", prefix=4)])["b"] == (pytest.approx(64 / 16), 4.0, pytest.approx(8.0))
+
+    p.on_event(ev(FirstToken, request="r1", node="b", ttft=0.1))  # prefill done: tokens leave
+    assert p.terms(r2, c, states)["b"] == (pytest.approx(4.0), 8.0, pytest.approx(12.0))
+    p.on_event(ev(RequestCompleted, request="r1", node="b", session="s", group="g", prompt_tokens=64,
+                  output_tokens=8, cached_tokens=0, hit="miss", ttft=0.1, tpot=0.01, e2e=0.2, preemptions=0))
+    assert p.terms(r2, c, states)["b"] == p.terms(r2, c, states)["a"]
+    assert p.report()["dynamo"]["tracked_requests"] == 0
+
+    # rejected after routing, and a node that went down, are forgotten too
+    p.routed(r1, "a", states)
+    p.on_event(ev(RequestRejected, request="r1", node="a", reason="x"))
+    assert p.workers["a"].active_blocks == 0 and p.workers["a"].active_tokens == 0
+    p.routed(r1, "a", states)
+    p.on_event(ev(NodeDown, node="a", lost_blocks=0, rerouted=("r1",), failed=()))
+    assert "a" not in p.workers and p.report()["dynamo"]["tracked_requests"] == 0
+    p.routed(r1, "b", states)  # rerouted: counted once, on its new node
+    assert p.workers["b"].active_tokens == 64
+
+
+def test_dynamo_temperature_zero_is_argmin_with_seeded_ties():
+    p = Dynamo()
+    r = req("r", [1, 2, 3, 4])
+    assert p.decide(r, ctx(), [ns("a", 1), ns("b", 3), ns("c", 2)]).node == "b"
+    tied = [ns("a"), ns("b"), ns("c")]
+    picks = [p.decide(r, ctx(seed), tied).node for seed in range(40)]
+    assert set(picks) == {"a", "b", "c"}  # the RNG decides, not the node order
+    assert picks == [p.decide(r, ctx(seed), tied).node for seed in range(40)]
+    assert "tie of 3" in p.decide(r, ctx(), tied).reason
+
+
+def test_dynamo_softmax_normalisation():
+    costs = [6.0, 8.0, 10.0]
+    p = softmax_probabilities(costs, 1.0)
+    raw = [math.exp(-(c - 6.0) / 4.0) for c in costs]  # (c - min) / ((max - min) x T)
+    assert p == pytest.approx([x / sum(raw) for x in raw])
+    assert softmax_probabilities(costs, 0.5)[0] > p[0]  # colder: sharper
+    assert softmax_probabilities([3.0, 3.0], 2.0) == [0.5, 0.5]
+    # scale-free: costs x 10 give the same distribution (min-max normalised)
+    assert softmax_probabilities([60.0, 80.0, 100.0], 1.0) == pytest.approx(p)
+
+
+def test_dynamo_temperature_sampling_is_seeded_and_follows_the_softmax():
+    r = req("r", [1, 2, 3, 4])
+    states = [ns("a", 2), ns("b", 1), ns("c", 0)]  # costs 6, 7, 8
+    p = Dynamo(temperature=1.0)
+    one = [p.decide(r, c, states).node for c in [ctx(5)] for _ in range(300)]
+    c2 = ctx(5)
+    two = [p.decide(r, c2, states).node for _ in range(300)]
+    assert one == two
+    c3 = ctx(11)
+    n = 3000
+    picks = [p.decide(r, c3, states).node for _ in range(n)]
+    want = softmax_probabilities([6.0, 7.0, 8.0], 1.0)
+    for name, w in zip("abc", want):
+        assert picks.count(name) / n == pytest.approx(w, abs=0.03)
+    d = p.decide(r, ctx(0), states)
+    assert "sampled at temperature 1" in d.reason and "p" in feats(d, "a")
+
+
+# ---------------------------------------------------------------------------------- sglang
+def test_sglang_registered_and_configured():
+    cfg = SGLangConfig(balance_abs_threshold=3, balance_rel_threshold=2.0, cache_threshold=0.5,
+                       eviction_interval_s=5, max_tree_size=7, fallback="smallest_tree")
+    p = make_policy("sglang_cache_aware", Router(sglang=cfg))
+    assert isinstance(p, SGLangCacheAware)
+    assert (p.abs_threshold, p.rel_threshold, p.cache_threshold, p.eviction_interval, p.max_tree_size, p.fallback) == (
+        3, 2.0, 0.5, 5, 7, "smallest_tree"
+    )
+    d = SGLangCacheAware()
+    assert (d.abs_threshold, d.rel_threshold, d.cache_threshold, d.eviction_interval) == (64, 1.5, 0.3, 120.0)
+
+
+def loaded(p: SGLangCacheAware, loads: dict[str, int]) -> None:
+    for node, n in loads.items():
+        p.inflight[node] = {f"{node}-{i}" for i in range(n)}
+
+
+@pytest.mark.parametrize(
+    "lo,hi,imbalanced",
+    [
+        (0, 64, False),  # max - min = 64, not > 64
+        (0, 65, True),
+        (200, 300, False),  # 300 > 1.5 x 200 = 300 is false
+        (200, 301, True),
+        (100, 164, False),
+        (100, 165, True),  # 65 > 64 and 165 > 150
+        (130, 195, False),  # 65 > 64 but 195 = 1.5 x 130
+        (130, 196, True),
+    ],
+)
+def test_sglang_imbalance_fires_exactly_at_its_thresholds(lo, hi, imbalanced):
+    p = SGLangCacheAware()
+    assert p.is_imbalanced([lo, hi]) is imbalanced
+    loaded(p, {"a": hi, "b": lo, "c": hi})
+    keys = [1, 2, 3, 4]
+    p.tree.insert(keys, "a", 0.0)  # a full tree match on a, the busiest node
+    d = p.decide(req("r", keys), ctx(), [ns("a"), ns("b"), ns("c")])
+    if imbalanced:
+        assert d.node == "b" and "imbalanced" in d.reason
+    else:
+        assert d.node == "a" and "tree match 4/4" in d.reason
+
+
+def test_sglang_cache_threshold_and_fallbacks():
+    keys = list(range(1, 11))  # 10 prompt blocks
+    states = [ns("a", total=10), ns("b", total=10), ns("c", total=10)]
+
+    p = SGLangCacheAware()
+    loaded(p, {"a": 5, "b": 1, "c": 3})
+    p.tree.insert(keys[:3], "a", 0.0)
+    d = p.decide(req("r", keys), ctx(), states)  # 3/10 = 0.3, not > 0.3
+    assert d.node == "b" and "least loaded 1" in d.reason
+    p.tree.insert(keys[:4], "a", 1.0)
+    d = p.decide(req("r", keys), ctx(), states)  # 4/10 > 0.3: the match wins over load
+    assert d.node == "a" and "4/10" in d.reason and feats(d, "a")["match"] == 4.0
+
+    old = SGLangCacheAware(fallback="smallest_tree")
+    loaded(old, {"a": 0, "b": 9, "c": 9})
+    old.tree.insert([50, 51, 52], "a", 0.0)
+    old.tree.insert([60, 61], "c", 0.0)
+    old.tree.insert([70], "b", 0.0)
+    d = old.decide(req("r", keys), ctx(), states)
+    assert d.node == "b" and "smallest tree 1" in d.reason
+
+
+def test_sglang_ineligible_nodes_are_not_matched_and_ties_are_seeded():
+    keys = [1, 2, 3, 4]
+    p = SGLangCacheAware()
+    p.tree.insert(keys, "a", 0.0)
+    p.tree.insert(keys[:3], "b", 0.0)
+    d = p.decide(req("r", keys), ctx(), [ns("a", problem="queue full"), ns("b"), ns("c")])
+    assert d.node == "b" and "3/4" in d.reason
+
+    q = SGLangCacheAware()
+    q.tree.insert(keys, "a", 0.0)
+    q.tree.insert(keys, "b", 0.0)
+    states = [ns("a"), ns("b"), ns("c")]
+    picks = [q.decide(req("r", keys), ctx(seed), states).node for seed in range(30)]
+    assert set(picks) == {"a", "b"}
+    assert picks == [q.decide(req("r", keys), ctx(seed), states).node for seed in range(30)]
+
+
+def test_sglang_load_is_the_routers_inflight_count():
+    p = SGLangCacheAware()
+    states = [ns("a"), ns("b")]
+    r1, r2 = req("r1", [1, 2]), req("r2", [3, 4])
+    p.decide(r1, ctx(), states)
+    p.routed(r1, "a", states)
+    p.routed(r2, "a", states)
+    assert p.load("a") == 2 and p.tree.size("a") == 4
+    p.on_event(ev(RequestCompleted, request="r1", node="a", session="s", group="g", prompt_tokens=32,
+                  output_tokens=8, cached_tokens=0, hit="miss", ttft=0.1, tpot=0.01, e2e=0.2, preemptions=0))
+    assert p.load("a") == 1
+    p.on_event(ev(NodeDown, node="a", lost_blocks=0, rerouted=("r2",), failed=()))
+    assert p.load("a") == 0 and p.tree.size("a") == 0 and p.tree.match([3, 4]) == (0, [])
+    p.routed(r2, "b", states)
+    assert p.load("b") == 1
+
+
+def test_radix_tree_lru_eviction_bound():
+    rng = np.random.default_rng(3)
+    t = RadixTree()
+    shared = [10_000 + i for i in range(20)]
+    seqs = []
+    for i in range(300):
+        tail = [int(x) for x in rng.integers(0, 50, size=int(rng.integers(1, 15)))]
+        keys = shared[: int(rng.integers(0, 21))] + [100_000 * (i + 1) + x for x in tail]
+        tenant = "abc"[i % 3]
+        t.insert(keys, tenant, float(i))
+        seqs.append((keys, tenant))
+    for tenant in "abc":
+        assert t.size(tenant) == t.keys_of(tenant)
+    assert max(t.sizes.values()) > 200
+    dropped = t.evict(200)
+    assert dropped > 0
+    for tenant in "abc":
+        assert t.size(tenant) <= 200
+        assert t.size(tenant) == t.keys_of(tenant)
+    # least recently used first: the newest request of each tenant is still whole
+    for keys, tenant in seqs[-3:]:
+        depth, tenants = t.match(keys, [tenant])
+        assert depth == len(keys) and tenants == [tenant]
+    # the oldest is gone (its tail was a leaf, evicted first)
+    keys, tenant = seqs[0]
+    assert t.match(keys, [tenant])[0] < len(keys)
+    assert t.evict(200) == 0
+
+
+def test_radix_tree_touch_protects_from_eviction():
+    t = RadixTree()
+    t.insert([1, 2, 3], "a", 0.0)
+    t.insert([7, 8, 9], "a", 1.0)
+    t.touch([1, 2, 3], 3, "a", 2.0)  # the older path was matched again since
+    t.evict(3)
+    assert t.match([1, 2, 3]) == (3, ["a"]) and t.match([7, 8, 9])[0] == 0
+
+
+def test_sglang_evicts_on_sim_time():
+    p = SGLangCacheAware(eviction_interval_s=10.0, max_tree_size=4)
+    states = [ns("a"), ns("b")]
+    for i in range(5):
+        r = req(f"r{i}", [100 * i + k for k in range(3)])
+        p.decide(r, ctx(now=float(i)), states)
+        p.routed(r, "a", states)
+    assert p.tree.size("a") == 15
+    p.decide(req("x", [1]), ctx(now=9.99), states)
+    assert p.tree.size("a") == 15 and p.stats["evictions"] == 0
+    p.decide(req("x", [1]), ctx(now=10.0), states)
+    assert p.tree.size("a") <= 4 and p.stats["evictions"] == 1
+    assert p.next_eviction == 20.0
+
+
+# ---------------------------------------------------------------------------------- engine
+def run(policy):
+    sim = Simulation(load_scenario(SCENARIOS / "pressure.yaml"), policy=policy)
+    sim.run()
+    m = sim.metrics
+    out = (m.arrived, m.completed, m.rejected, m.failed, sim.in_flight(), m.latency_ms(), sim.router.report())
+    sim.close()
+    return out
+
+
+@pytest.mark.parametrize("policy", ["dynamo", "sglang_cache_aware"])
+def test_engine_run_accounts_for_every_arrival_and_repeats(policy):
+    a = run(policy)
+    arrived, completed, rejected, failed, in_flight = a[:5]
+    assert arrived > 100 and completed > 0
+    assert arrived == completed + rejected + failed + in_flight
+    assert a == run(policy)
