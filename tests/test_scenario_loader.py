@@ -12,7 +12,7 @@ import pytest
 from kvtui.errors import InputError
 from kvtui.scenario import Scenario, load_scenario, scenario_json_schema
 from kvtui.scenario.model import Dist, NodeSpec, PrefixGroup, RatePoint, ScriptedEvent
-from kvtui.scenario.schema import field_types, is_dataclass_type, split_optional, tuple_item
+from kvtui.scenario.schema import field_types, is_dataclass_type, mapping_item, split_optional, tuple_item
 
 GOOD = """\
 name: good
@@ -307,7 +307,7 @@ def test_node_down_and_node_up_need_a_node(tmp_path):
     [
         ("router:\n  policy: rund_robin\n", 2,
          "router.policy: 'rund_robin' is not one of: round_robin, random, least_loaded, session_affinity, "
-         "cache_aware; did you mean 'round_robin'?"),
+         "cache_aware, load_prefix, dynamo, sglang_cache_aware, predicted_latency; did you mean 'round_robin'?"),
         ("model: llama-3.1-8\n", 1, "did you mean 'llama-3.1-8b'?"),
         ("cluster:\n  hardware: h100-80\n", 2, "did you mean 'h100-80gb'?"),
         ("cluster:\n  hardware: h100\n", 2, "did you mean 'h100-80gb'?"),  # not the closer 'h200'
@@ -353,10 +353,96 @@ def test_weights_that_do_not_fit_name_the_node(tmp_path):
             - {name: small}
             - {name: sized, kv_blocks: 100}
         """)
-    _, line, message = one_problem(path)
+    (_, line, message), (_, line2, message2) = problems(path)
     assert line == 5
     assert message.startswith("cluster.nodes[0] ('small'): the llama-3.1-70b weights")
     assert "do not fit in l4" in message
+    # a forced kv_blocks no longer hides that the weights do not fit
+    assert line2 == 6
+    assert message2.startswith("cluster.nodes[1] ('sized'): kv_blocks 100 do not fit in l4: per GPU, weights 141.2 GB")
+
+
+def test_70b_on_one_h100_is_an_error_with_the_numbers_and_tp4_validates(tmp_path):
+    one = write(tmp_path, "model: llama-3.1-70b\ncluster:\n  nodes:\n    - {name: a, kv_blocks: 1000}\n")
+    _, line, message = one_problem(one)
+    assert line == 4
+    assert "kv_blocks 1000 do not fit in h100-80gb: per GPU, weights 141.2 GB" in message
+    assert "> 72.0 GB (gpu_memory_utilization 0.9 of 80.0 GB)" in message
+    four = write(tmp_path, "model: llama-3.1-70b\ncluster:\n  tensor_parallel: 4\n", "tp4.yaml")
+    s = load_scenario(four)
+    assert s.cluster.tensor_parallel == 4 and s.cluster.nodes[0].tensor_parallel is None
+
+
+def test_tensor_parallel_must_divide_the_heads(tmp_path):
+    path = write(tmp_path, "model: qwen2.5-7b\ncluster:\n  nodes:\n    - {name: a, tensor_parallel: 8}\n")
+    _, line, message = one_problem(path)
+    assert line == 4
+    assert "tensor_parallel 8 does not fit qwen2.5-7b: its 28 attention heads do not divide over 8 GPUs" in message
+
+
+def test_user_profiles_add_names_and_are_used(tmp_path):
+    path = write(tmp_path, """\
+        hardware:
+          l40s:
+            memory_gb: 48
+            bf16_tflops: 362
+            hbm_tb_s: 0.864
+            interconnect: PCIe Gen4 x16
+            interconnect_gb_s: 32
+            source: NVIDIA L40S data sheet
+        models:
+          tiny:
+            params_b: 1.0
+            layers: 16
+            hidden: 2048
+            intermediate: 8192
+            attention_heads: 32
+            kv_heads: 8
+        model: tiny
+        cluster:
+          hardware: l40s
+          kv_cache_dtype: fp8
+          nodes:
+            - {name: a, tensor_parallel: 2}
+        """)
+    s = load_scenario(path)
+    assert s.hardware["l40s"].memory_gb == 48 and s.models["tiny"].head_dim is None
+    from kvtui.sim.deployment import build_latency, node_capacity
+
+    assert node_capacity(s, s.cluster.nodes[0]) > 0
+    assert build_latency(s, s.cluster.nodes[0]).tp == 2
+    over = load_scenario(path, ["hardware.l40s.memory_gb=24", "models.tiny.layers=8"])
+    assert (over.hardware["l40s"].memory_gb, over.models["tiny"].layers) == (24, 8)
+
+
+def test_a_bad_user_profile_is_reported_with_its_lines(tmp_path):
+    path = write(tmp_path, """\
+        hardware:
+          mygpu:
+            memory_gb: -1
+            bf16_tflops: 100
+            hbm_tb_s: 1
+        models:
+          mine:
+            params_b: 7
+            layer: 32
+        model: mine
+        cluster:
+          hardware: mygpuu
+        """)
+    assert problems(path) == [
+        (str(path), 3, "hardware.mygpu.memory_gb: must be between 0.1 and 100000, got -1"),
+        (str(path), 8, "models.mine: missing required keys 'layers', 'hidden', 'intermediate', 'attention_heads', 'kv_heads'"),
+        (str(path), 9, "unknown key 'layer' in models.mine; did you mean 'layers'?"),
+        (str(path), 12, "cluster.hardware: 'mygpuu' is not one of: a100-80gb, h100-80gb, h200, l4"),
+    ]  # (`model: mine` names a profile that failed to build: not reported twice)
+
+
+def test_profile_name_choices_include_the_scenarios_own(tmp_path):
+    path = write(tmp_path, "hardware:\n  l40s: {memory_gb: 48, bf16_tflops: 362, hbm_tb_s: 0.864}\ncluster:\n  hardware: l40\n")
+    assert one_problem(path)[1:] == (
+        4, "cluster.hardware: 'l40' is not one of: a100-80gb, h100-80gb, h200, l4, l40s; did you mean 'l40s'?"
+    )
 
 
 def test_a_cluster_needs_nodes(tmp_path):
@@ -498,7 +584,7 @@ def _all_dataclasses(cls=Scenario, seen=None) -> dict[str, type]:
     seen[cls.__name__] = cls
     for _, hint in field_types(cls).values():
         inner, _ = split_optional(hint)
-        inner = tuple_item(inner) or inner
+        inner = tuple_item(inner) or mapping_item(inner) or inner
         if is_dataclass_type(inner) and inner.__name__ not in seen:
             _all_dataclasses(inner, seen)
     return seen

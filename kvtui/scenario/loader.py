@@ -31,6 +31,7 @@ from kvtui.scenario.schema import (
     join_index,
     join_key,
     literal_choices,
+    mapping_item,
     parent_path,
     place,
     split_optional,
@@ -39,7 +40,8 @@ from kvtui.scenario.schema import (
     type_phrase,
     unknown_key_message,
 )
-from kvtui.sim.profiles import GB, HARDWARE, MODELS, derived_kv_blocks
+from kvtui.profiles import gb, memory_fit, tp_problem
+from kvtui.scenario.serving import node_serving, profile_catalog
 
 __all__ = ["load_scenario"]
 
@@ -245,6 +247,8 @@ class _Builder:
             return self._dataclass(node, inner, path)
         if (item_type := tuple_item(inner)) is not None:
             return self._tuple(node, item_type, path)
+        if (item_type := mapping_item(inner)) is not None:
+            return self._named(node, item_type, path)
         if (literal := literal_choices(inner)) is not None:
             return self._choice(node, path, literal, inner)
         return self._scalar(node, inner, path, meta, choices)
@@ -273,6 +277,11 @@ class _Builder:
             value = self._value(value_node, hint, child, field.metadata, field_choices(cls, key, field.metadata))
             if value is not INVALID:
                 kwargs[key] = value
+        missing, failed = self._missing_required(cls, kwargs, path)
+        if missing:
+            self.report(node, f"{_label(path)}: missing {missing}", path)
+        if missing or failed:  # a required value that failed to build is reported already
+            return INVALID
         try:
             obj = cls(**kwargs)
         except (TypeError, ValueError) as e:  # a __post_init__ in the model may refuse values
@@ -303,6 +312,34 @@ class _Builder:
                 first_line.setdefault(key, None)
                 pairs.append((key_node, value_node))
         return pairs
+
+    def _missing_required(self, cls: type, kwargs: dict, path: str) -> tuple[str, bool]:
+        """(the required keys not given, as words; whether a required value failed to build)."""
+        absent = [
+            name for name, (f, _) in field_types(cls).items()
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and name not in kwargs
+        ]
+        names = [name for name in absent if self.is_clean(join_key(path, name))]
+        failed = len(names) < len(absent)
+        if not names:
+            return "", failed
+        return ("required key " if len(names) == 1 else "required keys ") + ", ".join(repr(n) for n in names), failed
+
+    def _named(self, node: yaml.Node, item_type: Any, path: str) -> Any:
+        """A mapping of user-chosen names -> values of `item_type` (e.g. `hardware: {l40s: ...}`)."""
+        if not isinstance(node, yaml.MappingNode):
+            return self._mismatch(node, dict[str, item_type], path)
+        items = {}
+        for key_node, value_node in self._pairs(node, path):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (STR_TAG, INT_TAG, FLOAT_TAG):
+                self.report(key_node, f"names {place(path)} must be plain text, got {_describe(key_node)}")
+                continue
+            child = join_key(path, key_node.value)
+            self.locations[child] = self.where(value_node)
+            value = self._value(value_node, item_type, child, {}, None)
+            if value is not INVALID:
+                items[key_node.value] = value
+        return items
 
     def _tuple(self, node: yaml.Node, item_type: Any, path: str) -> Any:
         if not isinstance(node, yaml.SequenceNode):
@@ -444,6 +481,7 @@ def _check_scenario(scenario: Scenario, b: _Builder) -> None:
     _check_node_names(scenario, b)
     if b.is_clean("cluster.nodes"):
         _check_node_references(scenario, b)
+    _check_profile_names(scenario, b)
     _check_capacity(scenario, b)
     _check_groups(scenario, b)
 
@@ -480,27 +518,73 @@ def _check_node_references(scenario: Scenario, b: _Builder) -> None:
             check(f"events[{e}].node", event.node)
 
 
+def _check_profile_names(scenario: Scenario, b: _Builder) -> None:
+    """`model` and every `hardware` must name a shipped profile or one the scenario defines."""
+    hardware, models = profile_catalog(scenario)
+
+    def check(path: str, name: str | None, known: dict, section: str) -> None:
+        # a name of a user profile that failed to build: that problem is reported already
+        if name is None or name in known or not b.is_clean(path) or not b.is_clean(join_key(section, name)):
+            return
+        b.report_at(path, f"{path}: {name!r} is not one of: {', '.join(known)}{suggestion(name, known)}")
+        b.bad_paths.add(path)
+
+    check("model", scenario.model, models, "models")
+    check("cluster.hardware", scenario.cluster.hardware, hardware, "hardware")
+    for i, spec in enumerate(scenario.cluster.nodes):
+        check(f"cluster.nodes[{i}].hardware", spec.hardware, hardware, "hardware")
+
+
 def _check_capacity(scenario: Scenario, b: _Builder) -> None:
-    """A node without `kv_blocks` gets what GPU memory leaves after weights: it must be >= 1."""
-    model = MODELS.get(scenario.model)
-    if model is None or not b.is_clean("cluster.block_size"):
+    """Each node must fit on its GPUs at gpu_memory_utilization, as vLLM sizes them.
+
+    Per GPU: weights/TP + activations + KV (derived, or the forced `kv_blocks`) must fit in
+    `gpu_memory_utilization x memory`; a derived capacity must leave at least one block.
+    Reported at the node, with the numbers in GB.
+    """
+    hardware, models = profile_catalog(scenario)
+    model = models.get(scenario.model)
+    if model is None or not (b.is_clean("model") and b.is_clean("cluster.block_size")):
         return
     for i, spec in enumerate(scenario.cluster.nodes):
-        hardware = HARDWARE.get(spec.hardware or scenario.cluster.hardware)
-        if spec.kv_blocks is not None or hardware is None or not b.is_clean(f"cluster.nodes[{i}]"):
+        path = f"cluster.nodes[{i}]"
+        serving = node_serving(scenario, spec)
+        hw = hardware.get(serving.hardware)
+        hw_path = f"{path}.hardware" if spec.hardware is not None else "cluster.hardware"
+        if hw is None or not (b.is_clean(path) and b.is_clean(hw_path)):
             continue
-        util = spec.gpu_memory_utilization
-        if derived_kv_blocks(hardware, model, scenario.cluster.block_size, util) >= 1:
+        tp_path = f"{path}.tensor_parallel" if spec.tensor_parallel is not None else "cluster.tensor_parallel"
+        if problem := tp_problem(model, serving.tp):
+            b.report_at(tp_path, f"{path} ({spec.name!r}): tensor_parallel {serving.tp} does not fit {model.name}: {problem}")
             continue
-        budget = hardware.memory_bytes * util
-        what = "do not fit" if model.weight_bytes >= budget else "leave no room for one KV block"
-        b.report_at(
-            f"cluster.nodes[{i}]",
-            f"cluster.nodes[{i}] ({spec.name!r}): the {model.name} weights ({model.weight_bytes / GB:.1f} GB) "
-            f"{what} in {hardware.name} at gpu_memory_utilization {_fmt(util)} "
-            f"({budget / GB:.1f} of {hardware.memory_bytes / GB:.0f} GB); use bigger hardware, "
-            f"raise gpu_memory_utilization, or set kv_blocks",
+        if serving.tp > 1 and hw.link_bytes_per_s <= 0:
+            b.report_at(hw_path, f"{path} ({spec.name!r}): tensor_parallel {serving.tp} needs an interconnect, "
+                        f"but {hw.name} has no interconnect_gb_s")
+        fit = memory_fit(
+            hw, model, block_size=scenario.cluster.block_size, utilization=spec.gpu_memory_utilization,
+            tp=serving.tp, kv_dtype=serving.kv_dtype, batched_tokens=spec.max_num_batched_tokens,
         )
+        if message := _fit_problem(fit, spec.kv_blocks, model.name, hw.name, spec.gpu_memory_utilization):
+            b.report_at(path, f"{path} ({spec.name!r}): {message}")
+
+
+def _fit_problem(fit, kv_blocks: int | None, model: str, hardware: str, util: float) -> str | None:
+    """What does not fit on each GPU, with the numbers in GB; None when everything fits."""
+    gpus = f"{fit.tp} x {hardware}" if fit.tp > 1 else hardware
+    budget = f"{gb(fit.budget)} GB (gpu_memory_utilization {_fmt(util)} of {gb(fit.budget / util)} GB)"
+    parts = f"weights {gb(fit.weights)} GB + activations {gb(fit.activations)} GB"
+    if kv_blocks is not None:
+        need = fit.weights + fit.activations + fit.kv_bytes(kv_blocks)
+        if need <= fit.budget:
+            return None
+        return (f"kv_blocks {kv_blocks} do not fit in {gpus}: per GPU, {parts} + KV {gb(fit.kv_bytes(kv_blocks))} GB "
+                f"= {gb(need)} GB > {budget}; room for {fit.blocks} blocks; lower kv_blocks, "
+                f"raise tensor_parallel, or use bigger hardware")
+    if fit.blocks >= 1:
+        return None
+    what = "do not fit" if fit.weights + fit.activations >= fit.budget else "leave no room for one KV block"
+    return (f"the {model} weights {what} in {gpus}: per GPU, {parts} = {gb(fit.weights + fit.activations)} GB "
+            f"of {budget}; raise tensor_parallel, use bigger hardware, or raise gpu_memory_utilization")
 
 
 def _check_groups(scenario: Scenario, b: _Builder) -> None:

@@ -24,6 +24,7 @@ from kvtui.scenario.schema import (
     is_dataclass_type,
     join_index,
     join_key,
+    mapping_item,
     split_optional,
     to_plain,
     tuple_item,
@@ -165,6 +166,8 @@ def _assign(node: yaml.Node | None, tp: Any, segments: list[str], value: yaml.No
         return _assign_in_mapping(node, inner, segments, value, path)
     if tuple_item(inner) is not None:
         return _assign_in_list(node, inner, segments, value, path)
+    if (item := mapping_item(inner)) is not None:
+        return _assign_in_named(node, item, segments, value, path)
     raise OverrideError(f"{path} is {type_phrase(inner)}; it has no key {segments[0]!r}")
 
 
@@ -183,6 +186,25 @@ def _assign_in_mapping(node, cls: type, segments: list[str], value: yaml.Node, p
         key_node = yaml.ScalarNode(STR_TAG, key, value.start_mark, value.start_mark)
         child = inherited[0] if inherited else _default_node(field, value.start_mark)
     new_child = _assign(child, hint, rest, value, join_key(path, key))
+    if own:
+        mapping.value[own[-1]] = (key_node, new_child)
+    else:
+        mapping.value.append((key_node, new_child))
+    return mapping
+
+
+def _assign_in_named(node, item_type: Any, segments: list[str], value: yaml.Node, path: str) -> yaml.Node:
+    """`hardware.l40s.memory_gb=48`: any name is a key here; an absent one starts empty."""
+    key, rest = segments[0], segments[1:]
+    mapping = _mapping_copy(node, dict, path, value.start_mark)
+    own = [i for i, (k, _) in enumerate(mapping.value) if k.tag != MERGE_TAG and _key_text(k) == key]
+    if own:
+        key_node, child = mapping.value[own[-1]]
+    else:
+        inherited = [v for k, v in _effective_pairs(mapping) if _key_text(k) == key]
+        key_node = yaml.ScalarNode(STR_TAG, key, value.start_mark, value.start_mark)
+        child = inherited[0] if inherited else None
+    new_child = _assign(child, item_type, rest, value, join_key(path, key))
     if own:
         mapping.value[own[-1]] = (key_node, new_child)
     else:

@@ -13,13 +13,19 @@ latency model turns that batch into seconds.
   is the first-order model behind LLM-Viewer / the "LLM inference roofline" analyses and the
   analytical mode of Vidur-like simulators; efficiencies scale the data-sheet peaks down to
   what kernels achieve.
+
+Tensor parallelism (Megatron-LM's split, as vLLM runs it): a node of TP GPUs is one server
+whose every GPU holds 1/TP of the weights and of the KV heads, so compute and memory bandwidth
+scale with TP; in exchange each layer pays two all-reduces of the activations (after attention
+and after the MLP), timed as a ring all-reduce: 2(TP-1)/TP x bytes / link bandwidth plus one
+link latency per step, 2(TP-1) steps. vLLM does not overlap these with compute, so they add.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvtui.sim.profiles import Hardware, Model
+from kvtui.profiles import Hardware, Model
 
 
 @dataclass(frozen=True)
@@ -71,18 +77,42 @@ class RooflineModel:
         self,
         hardware: Hardware,
         model: Model,
-        compute_efficiency: float,
-        memory_efficiency: float,
-        overhead_s: float,
+        compute_efficiency: float | None = None,
+        memory_efficiency: float | None = None,
+        overhead_s: float = 0.0005,
+        tensor_parallel: int = 1,
+        kv_dtype: str = "bf16",
     ):
-        self.flops = hardware.peak_flops * compute_efficiency
-        self.bandwidth = hardware.hbm_bytes_per_s * memory_efficiency
-        self.weight_bytes = model.weight_bytes
-        self.kv_bytes = model.kv_bytes_per_token
+        """Efficiencies default to the hardware profile's (calibrated for h100-80gb).
+
+        All byte figures are per GPU: each reads its shard in parallel with the others, so the
+        memory time of the group is one GPU's shard over one GPU's bandwidth.
+        """
+        tp = tensor_parallel
+        ce = hardware.compute_efficiency if compute_efficiency is None else compute_efficiency
+        me = hardware.memory_efficiency if memory_efficiency is None else memory_efficiency
+        self.flops = hardware.peak_flops * ce * tp  # the whole group's achieved FLOP/s
+        self.bandwidth = hardware.hbm_bytes_per_s * me  # per GPU
+        self.weight_bytes = model.weight_bytes / tp  # per GPU
+        self.kv_bytes = model.kv_bytes_per_token_per_gpu(tp, kv_dtype)  # per GPU, per token
         self.flops_per_token = 2.0 * model.params
         # QK^T and AV: 2 matmuls x 2 FLOPs x hidden per (query token, key token) per layer.
         self.attn_flops = 4.0 * model.layers * model.hidden
         self.overhead = overhead_s
+        self.tp = tp
+        self._allreduces = 2 * model.layers  # per forward pass: attention output and MLP output
+        self._activation_bytes = model.hidden * model.dtype_bytes  # one token's hidden state
+        self._link_bandwidth = hardware.link_bytes_per_s
+        self._link_latency = hardware.link_latency_s
+
+    def allreduce_time(self, tokens: int) -> float:
+        """Seconds of all-reduce in one forward pass over `tokens` tokens (0 without TP)."""
+        if self.tp <= 1 or tokens <= 0:
+            return 0.0
+        steps = 2 * (self.tp - 1)
+        size = tokens * self._activation_bytes
+        one = steps / self.tp * size / self._link_bandwidth + steps * self._link_latency
+        return self._allreduces * one
 
     def iteration(self, batch: Batch) -> float:
         tokens = batch.prefill_tokens + batch.decode_seqs
@@ -96,7 +126,7 @@ class RooflineModel:
             + self.kv_bytes * (batch.decode_context + batch.prefill_kv_read)
             + self.kv_bytes * tokens  # KV written
         )
-        return max(flops / self.flops, moved / self.bandwidth) + self.overhead
+        return max(flops / self.flops, moved / self.bandwidth) + self.allreduce_time(tokens) + self.overhead
 
     def decode_run(self, k: int, seqs: int, context: int) -> list[float]:
         """Durations of k decode-only iterations of `seqs` requests reading `context` KV tokens.
@@ -104,10 +134,11 @@ class RooflineModel:
         Each iteration every request appends one token, so the KV read grows by `seqs`.
         """
         f_tok = self.flops_per_token * seqs
+        fixed = self.allreduce_time(seqs) + self.overhead
         out = []
         for j in range(k):
             ctx = context + seqs * j
             compute = (f_tok + self.attn_flops * ctx) / self.flops
             memory = (self.weight_bytes + self.kv_bytes * (ctx + seqs)) / self.bandwidth
-            out.append((compute if compute > memory else memory) + self.overhead)
+            out.append((compute if compute > memory else memory) + fixed)
         return out

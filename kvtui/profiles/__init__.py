@@ -1,0 +1,284 @@
+"""Hardware and model profiles: the figures the roofline latency model and KV sizing use.
+
+The shipped figures live in data files beside this module (`hardware.yaml`, `models.yaml`),
+each entry with a `source:` naming where its numbers come from. A scenario may add or replace
+profiles with the same keys under its top-level `hardware:` and `models:` mappings; `catalog`
+merges the two.
+
+This package imports neither `kvtui.sim` nor `kvtui.scenario`: the scenario loader (which
+checks names and memory fit) and the engine (which builds latency models) both read profiles
+from here, so neither has to import the other.
+
+Memory arithmetic (`memory_fit`) follows vLLM's sizing: the KV cache gets what is left of
+`gpu_memory_utilization x memory` on each GPU after that GPU's shard of the weights and the
+activation peak of a forward pass (vLLM v1 `Worker.determine_available_memory`, which profiles
+a dummy batch of `max_num_batched_tokens`); kvtui estimates that peak instead of profiling it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any, Mapping
+
+import yaml
+
+GB = 1e9
+GiB = 1024**3
+
+# Bytes per cached K or V element by `kv_cache_dtype` (vLLM's --kv-cache-dtype auto/fp8).
+KV_DTYPE_BYTES = {"bf16": 2, "fp8": 1}
+
+# The published measurement the default memory efficiency is fitted to, and the cross-checks.
+# vLLM's own nightly "Performance Benchmark" (Buildkite pipeline vllm/performance-benchmark,
+# latency tests of .buildkite/nightly-benchmarks, run with benchmarks/benchmark_latency.py):
+# 8 prompts of 32 tokens, 128 output tokens each, one batch; the end-to-end latency is one
+# 256-token prefill plus 127 decode steps at batch 8, i.e. a per-token time (TPOT) of about
+# latency / 128 at low load. Pages as captured:
+#   H100 (8xH100 runner): https://buildkite.com/elastic/enterprise-search-ruby/builds/571
+#     (a mirror of the vLLM pipeline page) latency_llama8B_tp1 997.542 ms mean,
+#     latency_llama70B_tp4 2444.47 ms mean;
+#   H200: https://buildkite.com/vllm/performance-benchmark/builds/9515 latency_llama8B_tp1
+#     833.421 ms, latency_llama70B_tp4 2077.53 ms;
+#   A100-SXM4-80GB: https://buildkite.com/julialang/opencl-dot-jl/builds/306 (mirror)
+#     latency_llama8B_tp1 1585.43 ms.
+# Fitted: memory_efficiency 0.66 (with the 0.5 ms iteration overhead) reproduces the H100 8B
+# figure (1000.6 ms, +0.3 %). Cross-checks with the same shares: A100 8B 1615.6 ms (+1.9 %),
+# H100 70B TP=4 2309.0 ms (-5.5 %), H200 8B 720.2 ms (-13.6 %), H200 70B TP=4 1695.4 ms
+# (-18.4 %). The prefill share (compute_efficiency 0.5) is not calibrated: this benchmark's
+# prefill is 256 tokens (~7 ms of ~1 s) and no vLLM H100 TTFT measurement was found.
+CALIBRATION: dict[str, Any] = {
+    "source": "vLLM nightly performance benchmark, latency tests (input 32, output 128, batch 8)",
+    "urls": (
+        "https://buildkite.com/elastic/enterprise-search-ruby/builds/571",
+        "https://buildkite.com/vllm/performance-benchmark/builds/9515",
+        "https://buildkite.com/julialang/opencl-dot-jl/builds/306",
+    ),
+    "batch": 8, "input_tokens": 32, "output_tokens": 128,
+    "measured_ms": {
+        ("h100-80gb", "llama-3.1-8b", 1): 997.542,
+        ("h100-80gb", "llama-3.1-70b", 4): 2444.47,
+        ("h200", "llama-3.1-8b", 1): 833.421,
+        ("h200", "llama-3.1-70b", 4): 2077.53,
+        ("a100-80gb", "llama-3.1-8b", 1): 1585.43,
+    },
+}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU: memory, dense BF16 peak, memory bandwidth, and its link to its TP peers."""
+
+    name: str
+    memory_bytes: float
+    peak_flops: float  # dense BF16 FLOP/s
+    hbm_bytes_per_s: float
+    interconnect: str = "none"
+    link_bytes_per_s: float = 0.0  # per direction, per GPU
+    link_latency_s: float = 0.0  # per ring step
+    compute_efficiency: float = 0.5
+    memory_efficiency: float = 0.8
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A dense decoder-only transformer, as its config.json describes it."""
+
+    name: str
+    params: float  # parameter count
+    layers: int
+    kv_heads: int
+    head_dim: int
+    hidden: int
+    intermediate: int = 0
+    attention_heads: int = 0
+    dtype_bytes: int = 2  # BF16 weights
+    source: str = ""
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.params * self.dtype_bytes
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V, every layer, every KV head, in BF16: 2 x layers x kv_heads x head_dim x 2."""
+        return self.kv_bytes_per_token_per_gpu(1, "bf16")
+
+    def kv_heads_per_gpu(self, tp: int) -> int:
+        """KV heads each GPU of a TP group holds.
+
+        vLLM splits the KV heads over the group; with fewer KV heads than GPUs it replicates
+        them, one per GPU (`max(1, num_kv_heads // tp)`, vllm/config ModelConfig.get_num_kv_heads).
+        """
+        return max(1, self.kv_heads // tp)
+
+    def kv_bytes_per_token_per_gpu(self, tp: int, kv_dtype: str = "bf16") -> int:
+        """What one cached token costs on each GPU of a TP group."""
+        return 2 * self.layers * self.kv_heads_per_gpu(tp) * self.head_dim * KV_DTYPE_BYTES[kv_dtype]
+
+    def activation_bytes_per_gpu(self, tokens: int, tp: int) -> float:
+        """Peak activation memory of a forward pass over `tokens` tokens, on each GPU.
+
+        An estimate of what vLLM's profiling run finds: about four hidden-sized buffers per
+        token (residual, normed input, attention output, QKV) plus the MLP's gate and up
+        projections (sharded over TP), in BF16. About 0.7 GB for Llama-3.1-8B at 8,192 tokens.
+        """
+        width = 4 * self.hidden + 2 * self.intermediate / tp
+        return tokens * width * self.dtype_bytes
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading figures (the shipped data files and a scenario's own profiles share these keys)
+
+
+def hardware_from_figures(name: str, f: Mapping[str, Any]) -> Hardware:
+    """A Hardware from the keys of hardware.yaml (memory_gb, bf16_tflops, hbm_tb_s, ...)."""
+    hw = Hardware(
+        name=name,
+        memory_bytes=float(f["memory_gb"]) * GB,
+        peak_flops=float(f["bf16_tflops"]) * 1e12,
+        hbm_bytes_per_s=float(f["hbm_tb_s"]) * 1e12,
+        interconnect=str(f.get("interconnect") or "none"),
+        link_bytes_per_s=float(f.get("interconnect_gb_s") or 0.0) * GB,
+        link_latency_s=float(f.get("interconnect_latency_us") or 0.0) * 1e-6,
+        source=str(f.get("source") or ""),
+    )
+    for key in ("compute_efficiency", "memory_efficiency"):
+        if f.get(key) is not None:
+            hw = replace(hw, **{key: float(f[key])})
+    return hw
+
+
+def model_from_figures(name: str, f: Mapping[str, Any]) -> Model:
+    """A Model from the keys of models.yaml (params_b, layers, hidden, kv_heads, ...)."""
+    heads = int(f["attention_heads"])
+    head_dim = f.get("head_dim") or int(f["hidden"]) // heads
+    return Model(
+        name=name,
+        params=float(f["params_b"]) * 1e9,
+        layers=int(f["layers"]),
+        kv_heads=int(f["kv_heads"]),
+        head_dim=int(head_dim),
+        hidden=int(f["hidden"]),
+        intermediate=int(f["intermediate"]),
+        attention_heads=heads,
+        source=str(f.get("source") or ""),
+    )
+
+
+def _read_data(filename: str) -> dict[str, dict]:
+    text = resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
+    return yaml.safe_load(text) or {}
+
+
+@functools.cache
+def shipped_hardware() -> dict[str, Hardware]:
+    """The hardware profiles shipped in hardware.yaml, by name."""
+    return {name: hardware_from_figures(name, f) for name, f in _read_data("hardware.yaml").items()}
+
+
+@functools.cache
+def shipped_models() -> dict[str, Model]:
+    """The model profiles shipped in models.yaml, by name."""
+    return {name: model_from_figures(name, f) for name, f in _read_data("models.yaml").items()}
+
+
+def _figures(spec: Any) -> Mapping[str, Any]:
+    """A scenario profile (a dataclass) or a plain mapping, as a mapping of its figures."""
+    return spec if isinstance(spec, Mapping) else vars(spec)
+
+
+def catalog(
+    hardware: Mapping[str, Any] | None = None, models: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Hardware], dict[str, Model]]:
+    """Shipped profiles with a scenario's own added on top (same name: the scenario's wins)."""
+    hw = dict(shipped_hardware())
+    hw.update({name: hardware_from_figures(name, _figures(s)) for name, s in (hardware or {}).items()})
+    md = dict(shipped_models())
+    md.update({name: model_from_figures(name, _figures(s)) for name, s in (models or {}).items()})
+    return hw, md
+
+
+# Module-level views of the shipped profiles, for code that needs no scenario's own.
+HARDWARE: Mapping[str, Hardware] = shipped_hardware()
+MODELS: Mapping[str, Model] = shipped_models()
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory fit
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """How one node's memory divides, per GPU (bytes), and the KV blocks that leaves."""
+
+    budget: float  # gpu_memory_utilization x memory
+    weights: float  # this GPU's shard of the weights
+    activations: float  # the forward pass's activation peak
+    kv_bytes_per_block: int  # one block of this GPU's KV shard
+    tp: int
+
+    @property
+    def kv_room(self) -> float:
+        return self.budget - self.weights - self.activations
+
+    @property
+    def blocks(self) -> int:
+        """Blocks the node can hold: each block is spread over every GPU of the group."""
+        return max(0, int(self.kv_room // self.kv_bytes_per_block))
+
+    def kv_bytes(self, blocks: int) -> float:
+        return blocks * self.kv_bytes_per_block
+
+
+def memory_fit(
+    hw: Hardware,
+    model: Model,
+    *,
+    block_size: int,
+    utilization: float,
+    tp: int = 1,
+    kv_dtype: str = "bf16",
+    batched_tokens: int = 0,
+) -> MemoryFit:
+    """Divide each GPU's usable memory between weights/TP, activations and KV.
+
+    With TP GPUs every block is sharded (or, with fewer KV heads than GPUs, replicated), so the
+    node holds per-GPU room / per-GPU bytes of a block; when the heads split evenly that equals
+    TP x per-GPU room / bytes of a whole block.
+    """
+    return MemoryFit(
+        budget=hw.memory_bytes * utilization,
+        weights=model.weight_bytes / tp,
+        activations=model.activation_bytes_per_gpu(batched_tokens, tp),
+        kv_bytes_per_block=model.kv_bytes_per_token_per_gpu(tp, kv_dtype) * block_size,
+        tp=tp,
+    )
+
+
+def derived_kv_blocks(hw: Hardware, model: Model, block_size: int, utilization: float, **kw) -> int:
+    """Blocks left for KV after weights (and activations, when `batched_tokens` is given)."""
+    return memory_fit(hw, model, block_size=block_size, utilization=utilization, **kw).blocks
+
+
+def tp_problem(model: Model, tp: int) -> str | None:
+    """Why `model` cannot be split over `tp` GPUs, or None (vLLM's own divisibility rules)."""
+    if model.attention_heads and model.attention_heads % tp:
+        return f"its {model.attention_heads} attention heads do not divide over {tp} GPUs"
+    if tp > 1 and model.kv_heads % tp and tp % model.kv_heads:
+        return f"its {model.kv_heads} KV heads neither divide over {tp} GPUs nor {tp} over them"
+    return None
+
+
+def gb(n: float) -> str:
+    """Bytes as GB with one decimal, for messages."""
+    return f"{n / GB:.1f}"
+
+
+__all__ = [
+    "CALIBRATION", "GB", "GiB", "HARDWARE", "Hardware", "KV_DTYPE_BYTES", "MODELS", "MemoryFit",
+    "Model", "catalog", "derived_kv_blocks", "gb", "hardware_from_figures", "memory_fit",
+    "model_from_figures", "shipped_hardware", "shipped_models", "tp_problem",
+]
