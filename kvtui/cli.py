@@ -43,9 +43,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _policy_help() -> str:
-    from kvtui.sim.router.registry import POLICY_NAMES
+    from kvtui.scenario.policies import POLICY_NAMES
 
-    return "routing policy: " + ", ".join(POLICY_NAMES)
+    return "routing policy: " + ", ".join(POLICY_NAMES) + " (see docs/routing.md)"
 
 
 def _add_run_options(p: argparse.ArgumentParser, policy: bool = True) -> None:
@@ -70,7 +70,7 @@ def _load(args) -> "Scenario":
 
 
 def _check_policy(name: str | None) -> None:
-    from kvtui.sim.router.registry import POLICY_NAMES
+    from kvtui.scenario.policies import POLICY_NAMES
 
     if name is not None and name not in POLICY_NAMES:
         raise UsageError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
@@ -125,24 +125,84 @@ def _parse_sweep(text: str) -> tuple[str, list[str]]:
     return key, [v for v in values.split(",") if v != ""]
 
 
+def _parse_rates(text: str) -> list[float]:
+    rates: list[float] = []
+    for part in (x.strip() for x in text.split(",")):
+        if not part:
+            continue
+        try:
+            rate = float(part)
+        except ValueError:
+            raise UsageError(f"--ladder wants rates like 0.5,1,2,4; got {part!r}") from None
+        if not rate > 0 or rate == float("inf"):
+            raise UsageError(f"--ladder rates must be positive and finite; got {part!r}")
+        rates.append(rate)
+    return rates
+
+
+def _yaml_float(x: float) -> str:
+    """A float YAML reads back as a float (PyYAML takes `1e-05`, without a dot, as a string)."""
+    text = f"{x:.12f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _ladder_rates(args, scenario) -> list[float]:
+    """The QPS steps: from `--ladder R1,R2,...`, else the scenario's `workload.arrival.ladder`."""
+    rates = _parse_rates(args.ladder) if args.ladder else [float(r) for r in getattr(scenario.workload.arrival, "ladder", ())]
+    if not rates:
+        raise UsageError(
+            f"--ladder: {args.scenario} sets no workload.arrival.ladder; give the rates, e.g. --ladder 0.5,1,2,4"
+        )
+    if scenario.workload.arrival.process == "closed_loop":
+        raise UsageError("--ladder steps the open-loop arrival rate; this scenario's arrival process is closed_loop")
+    return rates
+
+
 def cmd_compare(argv: list[str]) -> int:
-    from kvtui.report import compare_table, print_table
+    from kvtui.report import compare_table, ladder_tables, print_table
     from kvtui.scenario import load_scenario
 
     p = _Parser(
         prog="kvtui compare",
-        description="Run the same workload under several policies (or several values of one field).",
+        description=(
+            "Run the same workload under several policies (or several values of one field, or each "
+            "step of a QPS ladder). Columns: ok% (completed of finished), E2E/TTFT/TPOT percentiles "
+            "in ms (TPOT over outputs of more than one token), output tokens/s, token and request hit "
+            "rates, most/mean requests per node, SLO attainment and goodput (requests/s meeting SLOs)."
+        ),
     )
     _add_run_options(p, policy=False)
     p.add_argument("--policies", help="comma-separated policy names (default: the scenario's)")
     p.add_argument("--sweep", metavar="KEY=V1,V2", help="one run per value of a scenario field, e.g. workload.arrival.users=1,3,5,10")
+    p.add_argument(
+        "--ladder",
+        nargs="?",
+        const="",
+        metavar="R1,R2",
+        help="one block per arrival-rate step (req/s), open loop, no rate schedule: the given rates, "
+        "or the scenario's workload.arrival.ladder",
+    )
     p.add_argument("--json", metavar="FILE", help='write {"runs": [...]} here')
     args = p.parse_args(argv)
+    if args.sweep and args.ladder is not None:
+        raise UsageError("--sweep and --ladder cannot be combined")
     policies = [x for x in (args.policies or "").split(",") if x] or [None]
     for name in policies:
         _check_policy(name)
     runs: list[dict] = []
-    if args.sweep:
+    if args.ladder is not None:
+        rates = _ladder_rates(args, _load(args))
+        for rate in rates:
+            # `schedule=[]` drops any stepwise rate changes, so the step's rate holds throughout.
+            scenario = load_scenario(
+                args.scenario, [*args.overrides, f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"]
+            )
+            for name in policies:
+                _, doc = run_once(scenario, args.seed, name)
+                doc["ladder"] = {"rate": rate}
+                runs.append(doc)
+        print_table(ladder_tables(runs))
+    elif args.sweep:
         key, values = _parse_sweep(args.sweep)
         for value in values:
             scenario = load_scenario(args.scenario, [*args.overrides, f"{key}={value}"])
@@ -151,14 +211,13 @@ def cmd_compare(argv: list[str]) -> int:
                 doc["label"] = f"{key.rsplit('.', 1)[-1]}={value}" + (f" {doc['policy']}" if len(policies) > 1 else "")
                 doc["sweep"] = {"key": key, "value": value}
                 runs.append(doc)
-        label = key.rsplit(".", 1)[-1]
+        print_table(compare_table(runs, label=key.rsplit(".", 1)[-1]))
     else:
         scenario = _load(args)
         for name in policies:
             _, doc = run_once(scenario, args.seed, name)
             runs.append(doc)
-        label = "policy"
-    print_table(compare_table(runs, label=label))
+        print_table(compare_table(runs))
     if args.json:
         _write_json(args.json, {"runs": runs})
     return 0
@@ -187,6 +246,32 @@ def cmd_schema(argv: list[str]) -> int:
     p = _Parser(prog="kvtui schema", description="Print the JSON Schema of scenario files (for editors).")
     p.parse_args(argv)
     print(json.dumps(scenario_json_schema(), indent=2))
+    return 0
+
+
+def cmd_profiles(argv: list[str]) -> int:
+    """`kvtui profiles [SCENARIO]`: the hardware and model profiles, with their sources."""
+    from kvtui.profiles import GB, catalog
+
+    p = _Parser(prog="kvtui profiles", description="List hardware and model profiles (shipped, plus a scenario's own).")
+    p.add_argument("scenario", nargs="?", help="also list the profiles this scenario defines")
+    args = p.parse_args(argv)
+    hardware, models = catalog()
+    if args.scenario:
+        from kvtui.scenario import load_scenario
+
+        s = load_scenario(args.scenario)
+        hardware, models = catalog(s.hardware, s.models)
+    print("hardware    memory  BF16 TFLOPS  HBM TB/s  interconnect            efficiency (compute/memory)")
+    for hw in hardware.values():
+        link = f"{hw.interconnect} {hw.link_bytes_per_s / GB:g} GB/s" if hw.link_bytes_per_s else hw.interconnect
+        print(f"{hw.name:<11} {hw.memory_bytes / GB:>4g} GB  {hw.peak_flops / 1e12:>11g}  {hw.hbm_bytes_per_s / 1e12:>8g}"
+              f"  {link:<22}  {hw.compute_efficiency:g}/{hw.memory_efficiency:g}")
+        print(f"            source: {hw.source}")
+    print("\nmodel          params  layers  KV heads  KV bytes/token (bf16)")
+    for m in models.values():
+        print(f"{m.name:<14} {m.params / 1e9:>5g}B  {m.layers:>6}  {m.kv_heads:>8}  {m.kv_bytes_per_token:>10,} ({m.kv_bytes_per_token / 1024:g} KiB)")
+        print(f"               source: {m.source}")
     return 0
 
 
@@ -250,6 +335,7 @@ def dispatch(argv: list[str]) -> int:
         "validate": cmd_validate,
         "schema": cmd_schema,
         "wal": cmd_wal,
+        "profiles": cmd_profiles,
     }
     if head in handlers:
         return handlers[head](rest)

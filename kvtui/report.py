@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 
 
@@ -19,30 +20,58 @@ def _pct(v: float) -> str:
     return f"{100 * v:.1f}%"
 
 
+def _slo_text(slo: dict) -> str:
+    if not slo.get("with_slo"):
+        return "— (no SLOs)"
+    return f"{_pct(slo['attainment'])} ({slo['met']}/{slo['with_slo']})"
+
+
+def _flat(d: dict, prefix: str = "") -> list[tuple[str, str]]:
+    """A nested dict of figures as (dotted key, text) rows; lists are summarised by length."""
+    rows: list[tuple[str, str]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            rows.extend(_flat(v, key + "."))
+        elif isinstance(v, (list, tuple)):
+            rows.append((key, f"{len(v)} items"))
+        elif isinstance(v, float):
+            rows.append((key, f"{v:,.4g}"))
+        else:
+            rows.append((key, str(v)))
+    return rows
+
+
 def run_table(doc: dict) -> Group:
-    """One run: latency percentiles, then requests and cache, then one row per node."""
+    """One run: latency percentiles, then requests, cache and SLOs, then one row per node."""
     r, c, lat, th = doc["requests"], doc["cache"], doc["latency_ms"], doc["throughput"]
+    slo = doc.get("slo", {})
     title = f"{doc['scenario']} · policy {doc['policy']} · seed {doc['seed']} · {doc['sim_time_s']:.2f} s simulated"
 
     latency = Table(title=title, header_style="bold", title_justify="left")
     latency.add_column("latency (ms)")
     for name in ("mean", "p50", "p90", "p95", "p99", "max"):
         latency.add_column(name, justify="right")
-    for key, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E")):
+    for key, label in (("ttft", "TTFT"), ("tpot", "TPOT (>1 token)"), ("itl", "ITL (per token)"), ("e2e", "E2E")):
+        if key not in lat:
+            continue
         d = lat[key]
         latency.add_row(label, *(_ms(d[k]) for k in ("mean", "p50", "p90", "p95", "p99", "max")))
 
     rejection = r["rejected"] / r["arrived"] if r["arrived"] else 0.0
+    rejected = f"{r['rejected']} ({_pct(rejection)})"
+    if r.get("shed"):
+        rejected += f", {r['shed']} shed"
     totals = Table(show_header=False, box=None, padding=(0, 2))
     for _ in range(2):
         totals.add_column(style="bold")
         totals.add_column(justify="right")
     pairs = [
         ("arrived", str(r["arrived"])),
-        ("request hit rate", _pct(c["request_hit_rate"])),
-        ("completed", str(r["completed"])),
         ("token hit rate", _pct(c["token_hit_rate"])),
-        ("rejected", f"{r['rejected']} ({_pct(rejection)})"),
+        ("completed", f"{r['completed']} ({_pct(r.get('success_rate', 0.0))} success)"),
+        ("request hit rate", _pct(c["request_hit_rate"])),
+        ("rejected", rejected),
         ("exact/prefix/miss", f"{c['exact_hits']}/{c['prefix_hits']}/{c['misses']}"),
         ("preempted", str(r["preempted"])),
         ("evicted blocks", str(c["evicted_blocks"])),
@@ -50,6 +79,8 @@ def run_table(doc: dict) -> Group:
         ("requests/s", f"{th['requests_per_s']:.2f}"),
         ("in flight at end", str(r.get("in_flight", 0))),
         ("output tokens/s", f"{th['output_tokens_per_s']:,.0f}"),
+        ("SLO attainment", _slo_text(slo)),
+        ("goodput", f"{slo.get('goodput_rps', 0.0):.2f} req/s" if slo.get("with_slo") else "—"),
     ]
     for i in range(0, len(pairs), 2):
         totals.add_row(*pairs[i], *pairs[i + 1])
@@ -66,39 +97,92 @@ def run_table(doc: dict) -> Group:
             str(n.get("preemptions", 0)),
             str(n.get("evicted_blocks", 0)),
         )
-    return Group(latency, totals, nodes, f"wall time {doc['wall_time_s']:.2f} s")
+    parts: list[RenderableType] = [latency, totals, nodes]
+    routing = doc.get("routing") or {}
+    if routing:
+        parts.append("routing: " + " · ".join(f"{key} {text}" for key, text in _flat(routing)))
+    reasons = r.get("rejected_reasons") or {}
+    if reasons:
+        parts.append("rejections by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
+    parts.append(f"wall time {doc['wall_time_s']:.2f} s")
+    return Group(*parts)
 
 
-def compare_table(docs: list[dict], label: str = "policy") -> Table:
-    """One row per run of the same workload; fits 80 columns (latencies in whole ms)."""
+# The compare table's columns: (header, cell from one result document). Two-line headers keep
+# it within 120 columns (what print_table uses when piped) with a policy name of 18 characters.
+def _node_spread(d: dict) -> str:
+    served = [n["requests_served"] for n in d["nodes"]]
+    if not served:
+        return "—"
+    mean = sum(served) / len(served)
+    return f"{max(served)}/{mean:.0f}"
+
+
+def _slo_cell(d: dict) -> str:
+    slo = d.get("slo") or {}
+    return f"{100 * slo['attainment']:.1f}" if slo.get("with_slo") else "—"
+
+
+def _goodput_cell(d: dict) -> str:
+    slo = d.get("slo") or {}
+    return f"{slo['goodput_rps']:.2f}" if slo.get("with_slo") else "—"
+
+
+def _lat(d: dict, key: str, q: str, digits: int = 0) -> str:
+    return f"{d['latency_ms'][key][q]:.{digits}f}"
+
+
+COMPARE_COLUMNS: tuple[tuple[str, object], ...] = (
+    ("ok\n%", lambda d: f"{100 * d['requests'].get('success_rate', 0.0):.1f}"),
+    ("E2E\np50", lambda d: _lat(d, "e2e", "p50")),
+    ("E2E\np95", lambda d: _lat(d, "e2e", "p95")),
+    ("TTFT\np50", lambda d: _lat(d, "ttft", "p50")),
+    ("TTFT\np95", lambda d: _lat(d, "ttft", "p95")),
+    ("TPOT\np50", lambda d: _lat(d, "tpot", "p50", 1)),
+    ("TPOT\np99", lambda d: _lat(d, "tpot", "p99", 1)),
+    ("out\ntok/s", lambda d: f"{d['throughput']['output_tokens_per_s']:.0f}"),
+    ("tok\nhit%", lambda d: f"{100 * d['cache']['token_hit_rate']:.1f}"),
+    ("req\nhit%", lambda d: f"{100 * d['cache']['request_hit_rate']:.1f}"),
+    ("req/node\nmax/avg", _node_spread),
+    ("SLO\nmet%", _slo_cell),
+    ("good\nreq/s", _goodput_cell),
+)
+
+
+def compare_table(docs: list[dict], label: str = "policy", title: str | None = None) -> Table:
+    """One row per run of the same workload, within 120 columns; latencies in ms.
+
+    ok% = completed / (arrived - in flight at the end); TPOT over requests with more than one
+    output token; tok hit% (the headline) = prompt tokens from cache, req hit% = requests with
+    any cached block; req/node = the most and the mean requests served per node; SLO met% and
+    good req/s are over requests with an SLO ("—" when the workload sets none)."""
     first = docs[0]
     t = Table(
-        title=f"{first['scenario']} · seed {first['seed']} · latencies in ms",
+        title=title or f"{first['scenario']} · seed {first['seed']} · latencies in ms",
         header_style="bold",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
     )
     t.add_column(label, no_wrap=True)
-    for col in ("done", "rej%", "hit%", "tokhit%", "evicted", "preempt", "TTFT p50", "TTFT p95", "E2E avg", "E2E p95", "req/s"):
-        t.add_column(col, justify="right")
+    for header, _ in COMPARE_COLUMNS:
+        t.add_column(header, justify="right", no_wrap=True)
     for d in docs:
-        r, c, lat = d["requests"], d["cache"], d["latency_ms"]
-        rejection = r["rejected"] / r["arrived"] if r["arrived"] else 0.0
-        t.add_row(
-            d.get("label", d["policy"]),
-            str(r["completed"]),
-            f"{100 * rejection:.1f}",
-            f"{100 * c['request_hit_rate']:.1f}",
-            f"{100 * c['token_hit_rate']:.1f}",
-            str(c["evicted_blocks"]),
-            str(r["preempted"]),
-            f"{lat['ttft']['p50']:.0f}",
-            f"{lat['ttft']['p95']:.0f}",
-            f"{lat['e2e']['mean']:.0f}",
-            f"{lat['e2e']['p95']:.0f}",
-            f"{d['throughput']['requests_per_s']:.2f}",
-        )
+        t.add_row(d.get("label", d["policy"]), *(cell(d) for _, cell in COMPARE_COLUMNS))
     return t
+
+
+def ladder_tables(docs: list[dict]) -> Group:
+    """`compare --ladder`: one block per rate step (runs tagged `ladder: {"rate": R}`)."""
+    steps: dict[float, list[dict]] = {}
+    for d in docs:
+        steps.setdefault(d["ladder"]["rate"], []).append(d)
+    first = docs[0]
+    blocks: list[RenderableType] = []
+    for rate, runs in steps.items():
+        blocks.append(
+            compare_table(runs, title=f"{first['scenario']} · seed {first['seed']} · rate {rate:g} req/s · latencies in ms")
+        )
+    return Group(*blocks)
 
 
 def print_table(table: RenderableType) -> None:
@@ -108,4 +192,12 @@ def print_table(table: RenderableType) -> None:
     import sys
 
     width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
-    Console(width=width).print(table)
+    console = Console(width=width)
+    # A terminal narrower than the table would squeeze figures into ellipses ("9…"); print at
+    # the width the table needs instead and let the terminal wrap (numbers stay whole).
+    tables = [r for r in getattr(table, "renderables", [table]) if isinstance(r, Table)]
+    wide = console.options.update_width(1000)
+    need = max((Measurement.get(console, wide, t).maximum for t in tables), default=0)
+    if need > console.width:
+        console = Console(width=need)
+    console.print(table)

@@ -46,6 +46,52 @@ def test_compare_one_row_per_policy(tmp_path):
     assert runs[0]["seed"] == runs[1]["seed"]
 
 
+def test_result_document_schema_version_2(tmp_path):
+    out = tmp_path / "out.json"
+    p = kvtui("run", str(SCENARIOS / "pressure.yaml"), "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema_version"] == 2
+    assert set(doc["slo"]) == {"with_slo", "met", "attainment", "goodput_rps"}
+    assert set(doc["latency_ms"]["itl"]) == {"mean", "p50", "p90", "p95", "p99", "max"}
+    assert {"shed", "success_rate", "rejected_reasons"} <= set(doc["requests"])
+    assert sum(doc["requests"]["rejected_reasons"].values()) == doc["requests"]["rejected"]
+    assert "token_hit_rate" in doc["cache"]
+    assert isinstance(doc["routing"], dict)
+    for needle in ("token hit rate", "ITL", "SLO attainment", "goodput"):
+        assert needle in p.stdout
+
+
+def test_compare_prints_the_serving_columns():
+    p = kvtui("compare", str(SCENARIOS / "pressure.yaml"), "--policies", "round_robin,least_loaded")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    header = "\n".join(lines[:6])
+    for needle in ("ok", "E2E", "TTFT", "TPOT", "p99", "tok/s", "hit%", "max/avg", "SLO", "good"):
+        assert needle in header, needle
+
+
+def test_compare_ladder_one_block_per_step(tmp_path):
+    out = tmp_path / "ladder.json"
+    p = kvtui("compare", str(SCENARIOS / "pressure.yaml"), "--policies", "round_robin,cache_aware",
+              "--set", "workload.arrival.ladder=[0.5,2]", "--set", "workload.duration_s=20",
+              "--ladder", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("rate 0.5 req/s") == 1 and p.stdout.count("rate 2 req/s") == 1
+    runs = json.loads(out.read_text())["runs"]
+    assert [(r["ladder"]["rate"], r["policy"]) for r in runs] == [
+        (0.5, "round_robin"), (0.5, "cache_aware"), (2.0, "round_robin"), (2.0, "cache_aware")
+    ]
+    # The step's rate holds throughout: the scenario's rate schedule is dropped.
+    assert runs[0]["requests"]["arrived"] < runs[2]["requests"]["arrived"]
+
+
+def test_compare_ladder_without_steps_is_bad_input():
+    p = kvtui("compare", str(SCENARIOS / "pressure.yaml"), "--ladder")
+    assert p.returncode == 2 and "ladder" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_compare_sweep():
     p = kvtui("compare", str(SCENARIOS / "concurrency.yaml"), "--sweep", "workload.arrival.users=1,3")
     assert p.returncode == 0, p.stderr

@@ -1,10 +1,26 @@
-"""The result document of one run (DESIGN.md section 5, a contract for scripts and notebooks)."""
+"""The result document of one run (DESIGN.md section 5, a contract for scripts and notebooks).
+
+Schema version 2 (this file) added, over version 1: `requests.shed`, `requests.success_rate`,
+`requests.rejected_reasons`, `latency_ms.itl`, the `slo` object, and `routing` (the router's own
+report: index staleness, prediction error, ...). TPOT changed meaning on purpose: it now skips
+1-token outputs, as vLLM's benchmark does (see kvtui.sim.metrics for every definition).
+"""
 
 from __future__ import annotations
 
 from kvtui import __version__
 
-RESULT_SCHEMA_VERSION = 1
+RESULT_SCHEMA_VERSION = 2
+
+
+def _routing_report(sim) -> dict:
+    """The router's report (a plain dict), or {} before a router object exists."""
+    router = getattr(sim, "router", None)
+    report = getattr(router, "report", None)
+    if not callable(report):
+        return {}
+    out = report()
+    return dict(out) if out else {}
 
 
 def result_document(sim, wall_time_s: float) -> dict:
@@ -13,6 +29,9 @@ def result_document(sim, wall_time_s: float) -> dict:
     sim_time = sim.now
     cp = sim.control_plane
     wal = cp.counters() if cp is not None else {"records": 0, "bytes": 0, "snapshots": 0, "recoveries": 0}
+    in_flight = sim.in_flight()
+    finished = m.arrived - in_flight
+    attainment = m.slo_attainment
     return {
         "kvtui_version": __version__,
         "schema_version": RESULT_SCHEMA_VERSION,
@@ -25,23 +44,32 @@ def result_document(sim, wall_time_s: float) -> dict:
             "arrived": m.arrived,
             "completed": m.completed,
             "rejected": m.rejected,
+            "shed": m.shed,
             "preempted": m.preempted,
             "failed": m.failed,
             "rerouted": m.rerouted,
-            "in_flight": sim.in_flight(),
+            "in_flight": in_flight,
+            "success_rate": round(m.completed / finished, 6) if finished > 0 else 0.0,
+            "rejected_reasons": dict(sorted(m.rejected_reasons.items())),
         },
         "cache": {
+            "token_hit_rate": round(m.token_hit_rate, 6),
             "request_hit_rate": round(m.request_hit_rate, 6),
             "exact_hits": m.exact_hits,
             "prefix_hits": m.prefix_hits,
             "misses": m.misses,
-            "token_hit_rate": round(m.token_hit_rate, 6),
             "evicted_blocks": m.evicted_blocks,
         },
         "latency_ms": m.latency_ms(),
         "throughput": {
             "requests_per_s": round(m.completed / sim_time, 6) if sim_time else 0.0,
             "output_tokens_per_s": round(m.output_tokens / sim_time, 6) if sim_time else 0.0,
+        },
+        "slo": {
+            "with_slo": m.with_slo,
+            "met": m.slo_met,
+            "attainment": round(attainment, 6) if attainment is not None else None,
+            "goodput_rps": round(m.goodput_rps(sim_time), 6),
         },
         "nodes": [
             {
@@ -54,5 +82,6 @@ def result_document(sim, wall_time_s: float) -> dict:
             }
             for n in sim.nodes
         ],
+        "routing": _routing_report(sim),
         "wal": wal,
     }

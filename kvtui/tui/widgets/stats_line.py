@@ -1,4 +1,4 @@
-"""One line of run-wide figures: hit rates, rejection rate, throughput, evictions."""
+"""One line of run-wide figures: hit rates, rejection rate, throughput, SLOs, evictions."""
 
 from __future__ import annotations
 
@@ -6,17 +6,27 @@ from textual.widgets import Static
 
 
 def stats_text(sim) -> str:
+    """Token hit rate first (the share of prompt tokens served from cache, the figure a serving
+    engineer reads), the request hit rate beside it; SLO attainment and goodput when the
+    workload sets SLOs; shed requests when any were shed."""
     m = sim.metrics
     t = sim.now
     done = m.exact_hits + m.prefix_hits + m.misses
     rps = m.completed / t if t else 0.0
     tps = m.output_tokens / t if t else 0.0
+    rejected = f" · rejected {m.rejected}/{m.arrived} ({m.rejection_rate:.1%})"
+    if m.shed:
+        rejected += f", {m.shed} shed"
+    slo = ""
+    if m.with_slo:
+        slo = f" · SLO met {m.slo_attainment:.0%} ({m.slo_met}/{m.with_slo}) goodput {m.goodput_rps(t):.2f} req/s"
     return (
-        f"hits {m.request_hit_rate:.0%} (exact {m.exact_hits} prefix {m.prefix_hits} miss {m.misses} of {done})"
-        f" · cached tokens {m.token_hit_rate:.0%}"
-        f" · rejected {m.rejected}/{m.arrived} ({m.rejection_rate:.1%})"
-        f" · {rps:.2f} req/s {tps:,.0f} tok/s"
-        f" · evicted {m.evicted_blocks:,} · preempted {m.preempted}"
+        f"token hits {m.token_hit_rate:.0%}"
+        f" · request hits {m.request_hit_rate:.0%} (exact {m.exact_hits} prefix {m.prefix_hits} miss {m.misses} of {done})"
+        + rejected
+        + f" · {rps:.2f} req/s {tps:,.0f} tok/s"
+        + slo
+        + f" · evicted {m.evicted_blocks:,} · preempted {m.preempted}"
         + _wal_text(sim)
     )
 
