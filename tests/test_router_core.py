@@ -235,3 +235,12 @@ def test_router_config_reaches_the_policy():
     sim = Simulation(s2, policy="load_prefix")
     assert sim.router.policy.w_prefix == 7
     sim.close()
+
+
+def test_big_cluster_default_policy_spreads_requests():
+    """The routing issue's bar: with the scenario's own policy no node serves more than twice the mean."""
+    sim = Simulation(load_scenario(SCENARIOS / "big-cluster.yaml"))
+    sim.run()
+    served = [n.served for n in sim.nodes]
+    sim.close()
+    assert max(served) <= 2 * sum(served) / len(served)
