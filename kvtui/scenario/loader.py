@@ -590,7 +590,9 @@ def _fit_problem(fit, kv_blocks: int | None, model: str, hardware: str, util: fl
 def _check_groups(scenario: Scenario, b: _Builder) -> None:
     """Synthetic workloads need a group to draw sessions from, and weights to draw by."""
     workload = scenario.workload
-    if workload.trace is not None or not b.is_clean("workload.groups"):
+    if workload.trace is not None and workload.shared_prefix is not None:
+        b.report_at("workload.shared_prefix", "workload.shared_prefix: give either a trace or a shared_prefix generator, not both")
+    if workload.trace is not None or workload.shared_prefix is not None or not b.is_clean("workload.groups"):
         return
     if not workload.groups:
         b.report_at("workload.groups", "workload.groups: needs at least one prefix group (or a workload.trace)")

@@ -76,8 +76,20 @@ class Arrival:
     think_time_s: Dist = field(default_factory=lambda: fixed(0.0), metadata=doc("closed loop: pause between sessions"))
     schedule: tuple[RatePoint, ...] = field(default=(), metadata=doc("open loop: stepwise rate changes"))
     ladder: tuple[float, ...] = field(
-        default=(), metadata=doc("QPS ladder: rates (req/s) that `kvtui compare --ladder` runs one by one")
+        default=(), metadata=doc("rates for `kvtui compare --ladder`: one run per step at that constant rate")
     )
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Latency objectives a request carries (llm-d's `x-slo-ttft-ms` / `x-slo-tpot-ms` headers).
+
+    Either may be absent; a request with neither has no SLO. Routers that plan by SLO
+    (predicted_latency) read them, and the results count attainment and goodput against them.
+    """
+
+    ttft_ms: float | None = field(default=None, metadata=doc("time-to-first-token objective in ms; absent: none", min=0))
+    tpot_ms: float | None = field(default=None, metadata=doc("time-per-output-token objective in ms; absent: none", min=0))
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,10 @@ class PrefixGroup:
     pin_on: tuple[str, ...] = field(
         default=(), metadata=doc("nodes that pin (preload, never evict) this group's system prompt")
     )
+    slo: SLO | None = field(default=None, metadata=doc("latency objectives of this group's requests"))
+    sheddable: bool = field(
+        default=False, metadata=doc("priority class: may be rejected instead of queued when no node can meet its SLO")
+    )
 
 
 @dataclass(frozen=True)
@@ -110,11 +126,65 @@ class Trace:
     limit: int | None = field(default=None, metadata=doc("replay at most this many requests", min=1))
     time_scale: float = field(default=1.0, metadata=doc("multiply inter-arrival gaps by this", min=0.0001))
     start_s: float = field(default=0.0, metadata=doc("skip the trace's first seconds", min=0))
+    slo: SLO | None = field(default=None, metadata=doc("latency objectives of every replayed request"))
+    sheddable: bool = field(
+        default=False, metadata=doc("priority class: may be rejected instead of queued when no node can meet its SLO")
+    )
+
+
+@dataclass(frozen=True)
+class SharedPrefix:
+    """inference-perf's shared-prefix workload (its `data: {type: shared_prefix}` generator).
+
+    `num_groups` system prompts, each shared by `num_prompts_per_group` users; a user's prompt
+    is its group's system prompt then its own question. Lengths are drawn once, as
+    inference-perf does: a system prompt length per group, a question and an output length per
+    user, each `len x (1 +/- spread)` (uniform, or a normal with std = spread x len clipped to
+    those bounds); `question_dist` / `output_dist` replace the spread with any distribution.
+    Every arrival of `workload.arrival` (so its `rate` is requests per second, its `users` the
+    concurrency) sends the next request of a fixed shuffled user order
+    (user i mod users, round i div users). With `multi_turn` a user's next round appends the
+    previous question and answer to its context and waits for the previous round to finish.
+    """
+
+    num_groups: int = field(default=10, metadata=doc("distinct system prompts (inference-perf num_groups)", min=1, max=100_000))
+    num_prompts_per_group: int = field(
+        default=10, metadata=doc("users (prompts) sharing each system prompt", min=1, max=1_000_000)
+    )
+    system_prompt_len: int = field(default=100, metadata=doc("tokens of each group's system prompt", min=0, max=1_048_576))
+    question_len: int = field(default=50, metadata=doc("tokens of each user's question", min=0, max=1_048_576))
+    output_len: int = field(default=50, metadata=doc("tokens generated per request", min=1, max=1_048_576))
+    system_prompt_spread: float = field(
+        default=0.0, metadata=doc("system prompt lengths vary by +/- this share (the blog fixes them: 0)", min=0, max=1)
+    )
+    question_spread: float = field(default=0.3, metadata=doc("question lengths vary by +/- this share", min=0, max=1))
+    output_spread: float = field(default=0.3, metadata=doc("output lengths vary by +/- this share", min=0, max=1))
+    spread_dist: Literal["uniform", "normal"] = field(
+        default="uniform",
+        metadata=doc("uniform over len x (1 +/- spread), or normal with std = spread x len clipped to those bounds"),
+    )
+    question_dist: Dist | None = field(
+        default=None, metadata=doc("draw question lengths from this instead of question_len/question_spread")
+    )
+    output_dist: Dist | None = field(
+        default=None, metadata=doc("draw output lengths from this instead of output_len/output_spread")
+    )
+    multi_turn: bool = field(
+        default=True, metadata=doc("each round appends the previous question and answer (inference-perf enable_multi_turn_chat)")
+    )
+    rounds: int | None = field(default=None, metadata=doc("stop after every user has sent this many requests", min=1))
+    max_context_tokens: int | None = field(
+        default=None, metadata=doc("multi_turn: drop the oldest rounds while prompt + output exceed this", min=1)
+    )
+    slo: SLO | None = field(default=None, metadata=doc("latency objectives of every request"))
+    sheddable: bool = field(
+        default=False, metadata=doc("priority class: may be rejected instead of queued when no node can meet its SLO")
+    )
 
 
 @dataclass(frozen=True)
 class Workload:
-    """What arrives. Either synthetic `groups` or a `trace`."""
+    """What arrives: synthetic `groups`, a `trace`, or a `shared_prefix` generator."""
 
     arrival: Arrival = field(default_factory=Arrival, metadata=doc("how sessions start"))
     groups: tuple[PrefixGroup, ...] = field(default=(PrefixGroup(),), metadata=doc("prefix groups"))
@@ -125,6 +195,9 @@ class Workload:
     requests: int | None = field(default=None, metadata=doc("stop after this many requests arrived", min=1))
     duration_s: float | None = field(default=None, metadata=doc("no new sessions after this sim time", min=0))
     trace: Trace | None = field(default=None, metadata=doc("replay a trace instead of synthetic groups"))
+    shared_prefix: SharedPrefix | None = field(
+        default=None, metadata=doc("inference-perf's shared-prefix generator instead of synthetic groups")
+    )
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,10 @@ class Simulation:
             from kvtui.sim.traces import TraceWorkload
 
             return TraceWorkload(w.trace, w.arrival, self.block_size, self.workload_rng)
+        if w.shared_prefix is not None:
+            from kvtui.sim.workload import SharedPrefixWorkload
+
+            return SharedPrefixWorkload(w, self.block_size, self.workload_rng)
         from kvtui.sim.workload import SyntheticWorkload
 
         return SyntheticWorkload(w, self.block_size, self.workload_rng)

@@ -37,7 +37,7 @@ from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
 from kvtui.sim.hashing import chain_opaque
 from kvtui.sim.request import Request
-from kvtui.sim.workload import Submit, start_arrivals
+from kvtui.sim.workload import Submit, slo_fields, start_arrivals
 
 MOONCAKE_HASH_BLOCK = 512
 WEKA_DEFAULT_HASH_BLOCK = 64
@@ -100,6 +100,7 @@ class TraceWorkload:
             raise ValueError(f"unknown trace format {trace.format!r}")
         self.requests_issued = 0
         self.sessions_started = 0
+        self._slo = slo_fields(trace.slo, trace.sheddable)  # the Request fields every replayed call carries
         self._chain = HashChain(b"mooncake")
         self._labels: dict[int, str] = {}
         self.env: simpy.Environment | None = None
@@ -148,6 +149,7 @@ class TraceWorkload:
             output_tokens=rec.output,
             block_keys=tuple(keys),
             arrival=self.env.now,
+            **self._slo,
         )
 
     def _label(self, first_id: int) -> str:
@@ -203,6 +205,7 @@ class TraceWorkload:
                 output_tokens=rec.output,
                 block_keys=tuple(keys),
                 arrival=env.now,
+                **self._slo,
             )
             outcome = yield self._submit(req)
             if outcome != "completed":

@@ -1,13 +1,10 @@
-"""The synthetic workload: multi-turn sessions in prefix groups, and the arrival processes.
+"""The synthetic workload: multi-turn sessions in prefix groups.
 
 A session of a group sends `turns` requests. Turn k's prompt is the group's system prompt, then
 every earlier question and answer of the session, then a new question; the answer is drawn with
 the request (the simulation needs only its length and, for keying decode blocks, its ids).
 Shared text has shared token ids and unrelated text has fresh random ones, so the chained block
 keys find exactly the reuse a real prefix cache would.
-
-The arrival processes (`start_arrivals`) decide when sessions begin; trace replay of the weka
-agent sessions uses them too.
 
 All randomness comes from the one `numpy.random.Generator` passed in, so a scenario and seed
 give the same requests every time. It is split (`Generator.spawn`, deterministic) into one
@@ -21,161 +18,27 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Callable
 
 import numpy as np
 import simpy
 
-from kvtui.scenario.model import Arrival, PrefixGroup, RatePoint, Workload
+from kvtui.scenario.model import PrefixGroup, Workload
 from kvtui.sim.distributions import sample, sample_int
-from kvtui.sim.hashing import chain_keys
 from kvtui.sim.request import Request
-
-Submit = Callable[[Request], simpy.Event]
-
-TOKEN_ID_RANGE = 2**31
-"""Token ids are drawn from [0, 2**31): far more than any vocabulary, so two unrelated texts
-never share a block by accident and every reuse the cache finds is real."""
-
-IDLE_RETRY_S = 0.01
-"""A closed-loop user whose session ended without any sim time passing (rejected at once) and
-who has no think time waits this long before the next session, so an overloaded cluster
-cannot trap the simulation in an endless loop at one instant."""
+from kvtui.sim.workload.arrivals import Submit, start_arrivals
+from kvtui.sim.workload.slo import slo_fields
+from kvtui.sim.workload.tokens import Conversation, random_tokens
 
 
-# --------------------------------------------------------------------------- conversations
-class Conversation:
-    """The token history of one session, hashed incrementally.
-
-    Only the tokens of the last, partial block are kept: every full block is already summed up
-    by its chained key, and the next key needs nothing but the last key and the new tokens. So
-    a turn costs hashing its own new blocks, never the whole history again.
-    """
-
-    __slots__ = ("block_size", "keys", "tail", "length")
-
-    def __init__(self, block_size: int, keys: list[int], tail: np.ndarray, length: int):
-        self.block_size = block_size
-        self.keys = keys
-        self.tail = tail
-        self.length = length
-
-    @classmethod
-    def of(cls, tokens: np.ndarray, block_size: int) -> "Conversation":
-        conv = cls(block_size, [], tokens[:0], 0)
-        conv.extend(tokens)
-        return conv
-
-    def fork(self) -> "Conversation":
-        """A copy that can grow on its own (each session starts from its group's system prompt)."""
-        return Conversation(self.block_size, list(self.keys), self.tail, self.length)
-
-    def extend(self, tokens: np.ndarray) -> None:
-        """Append tokens; key every block they complete, chained from the last key."""
-        data = np.concatenate((self.tail, tokens)) if len(self.tail) else tokens
-        new = chain_keys(data, self.block_size, self.keys[-1] if self.keys else None)
-        self.keys.extend(new)
-        self.tail = data[len(new) * self.block_size :]
-        self.length += len(tokens)
-
-
-def random_tokens(rng: np.random.Generator, n: int) -> np.ndarray:
-    """`n` fresh token ids (int32, the dtype the hashing reads without a copy)."""
-    return rng.integers(0, TOKEN_ID_RANGE, size=n, dtype=np.int32)
-
-
-# --------------------------------------------------------------------------- arrivals
-def start_arrivals(
-    env: simpy.Environment,
-    arrival: Arrival,
-    rng: np.random.Generator,
-    may_start: Callable[[], bool],
-    start: Callable[[], simpy.Event],
-) -> None:
-    """Start the processes that begin sessions.
-
-    `may_start()` says whether another session may begin now (the stop conditions); `start()`
-    begins one and returns an event that fires when it is over (closed-loop users wait on it).
-    """
-    if arrival.process == "closed_loop":
-        for user_rng in rng.spawn(arrival.users):  # own pauses per user: timing-independent
-            env.process(_closed_loop_user(env, arrival, user_rng, may_start, start))
-    else:
-        env.process(_open_loop(env, arrival, rng, may_start, start))
-
-
-def _open_loop(env, arrival: Arrival, rng, may_start, start):
-    """Sessions begin at random gaps, whatever the cluster is doing.
-
-    The first session begins one gap after t=0, like any renewal process. When the scheduled
-    rate changes before the next arrival, the draw is discarded and a new one made at the new
-    rate from the change point: exact for Poisson (memoryless), a restart for gamma.
-    """
-    points = sorted(arrival.schedule, key=lambda p: p.at)
-    while True:
-        rate, change = rate_at(arrival.rate, points, env.now)
-        if rate <= 0:
-            if change is None:
-                return
-            yield env.timeout(change - env.now)
-            continue
-        gap = _gap(arrival, rate, rng)
-        if change is not None and env.now + gap > change:
-            yield env.timeout(change - env.now)
-            continue
-        yield env.timeout(gap)
-        if not may_start():
-            return
-        start()
-
-
-def rate_at(base: float, points: list[RatePoint], t: float) -> tuple[float, float | None]:
-    """The open-loop rate in force at `t`, and when it next changes (None: never).
-
-    Before the first point the Arrival's own `rate` holds. Points that repeat the current rate
-    are not changes, so they do not disturb a gamma process.
-    """
-    rate = base
-    i = 0
-    while i < len(points) and points[i].at <= t:
-        rate = points[i].rate
-        i += 1
-    while i < len(points):
-        if points[i].rate != rate:
-            return rate, points[i].at
-        i += 1
-    return rate, None
-
-
-def _gap(arrival: Arrival, rate: float, rng: np.random.Generator) -> float:
-    """Time to the next session start: exponential (poisson) or Gamma with squared CV = burstiness."""
-    if arrival.process == "gamma":
-        b = arrival.burstiness
-        return float(rng.gamma(1.0 / b, b / rate))
-    return float(rng.exponential(1.0 / rate))
-
-
-def _closed_loop_user(env, arrival: Arrival, rng, may_start, start):
-    """One user: a session, then a pause, then the next session, while the stop conditions allow."""
-    while may_start():
-        began = env.now
-        yield start()
-        pause = sample(arrival.think_time_s, rng)
-        if pause <= 0 and env.now == began:
-            pause = IDLE_RETRY_S
-        if pause > 0:
-            yield env.timeout(pause)
-
-
-# --------------------------------------------------------------------------- the workload
 class _Group:
     """A prefix group with its system prompt drawn once and hashed once."""
 
-    __slots__ = ("spec", "prompt")
+    __slots__ = ("spec", "prompt", "slo")
 
     def __init__(self, spec: PrefixGroup, block_size: int, rng: np.random.Generator):
         self.spec = spec
         self.prompt = Conversation.of(random_tokens(rng, spec.system_prompt_tokens), block_size)
+        self.slo = slo_fields(spec.slo, spec.sheddable)  # the Request fields every turn carries
 
 
 class SyntheticWorkload:
@@ -291,5 +154,5 @@ class SyntheticWorkload:
             output_tokens=output,
             block_keys=tuple(conv.keys),
             arrival=self.env.now,
+            **group.slo,
         )
-
