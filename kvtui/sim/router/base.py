@@ -62,3 +62,7 @@ class Policy:
     def report(self) -> dict:
         """Figures for the result document's `routing` section (e.g. prediction error)."""
         return {}
+
+    def headline(self) -> str:
+        """A few words for the app's stats line (e.g. prediction error), or ""; cheap: per frame."""
+        return ""

@@ -476,6 +476,13 @@ class PredictedLatency(Policy):
             self.ttft_mape.add(p.ttft, ttft_ms)
 
     # ------------------------------------------------------------------ figures
+    def headline(self) -> str:
+        ttft, tpot = self.ttft_mape.value, self.tpot_mape.value
+        if ttft is None:
+            return f"predictor cold ({self.predictor.samples} samples)"
+        tail = f" TPOT {tpot:.0f}%" if tpot is not None else ""
+        return f"prediction error TTFT {ttft:.0f}%{tail} (MAPE)"
+
     def report(self) -> dict:
         r = lambda x: None if x is None else round(x, 2)  # noqa: E731
         pr = self.predictor

@@ -226,6 +226,18 @@ class Router:
             self.route_now(req)
 
     # ------------------------------------------------------------------ figures
+    def headline(self) -> str:
+        """The routing part of the app's stats line: staleness when the index can be stale or
+        approximate, and whatever the policy reports (prediction error)."""
+        parts = []
+        if self.delay > 0 or self.approx is not None:
+            s = self.stats
+            parts.append(f"stale index {s['stale_decisions']}/{s['decisions']} decisions")
+        policy = self.policy.headline()
+        if policy:
+            parts.append(policy)
+        return " · ".join(parts)
+
     def report(self) -> dict:
         """The result document's `routing` section."""
         s = self.stats

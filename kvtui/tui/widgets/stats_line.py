@@ -27,8 +27,15 @@ def stats_text(sim) -> str:
         + f" · {rps:.2f} req/s {tps:,.0f} tok/s"
         + slo
         + f" · evicted {m.evicted_blocks:,} · preempted {m.preempted}"
+        + _routing_text(sim)
         + _wal_text(sim)
     )
+
+
+def _routing_text(sim) -> str:
+    router = getattr(sim, "router", None)
+    text = router.headline() if router is not None else ""
+    return f" · {text}" if text else ""
 
 
 def _wal_text(sim) -> str:
