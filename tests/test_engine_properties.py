@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,7 +96,11 @@ def check_invariants(sim: Simulation, arrived: int) -> None:
     assert arrived == m.completed + m.rejected + m.failed + sim.in_flight(), "a request was lost"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# KVTUI_PROPERTY_SCALE=20 runs a 500-scenario campaign by hand (CI runs 25).
+EXAMPLES = 25 * max(1, int(os.environ.get("KVTUI_PROPERTY_SCALE", "1")))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_invariants_hold_after_every_event(scenario):
     sim = Simulation(scenario)
