@@ -41,7 +41,6 @@ class CacheAware(Policy):
     def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
         total = states[0].total
         scores = {s.name: float(s.prefix) for s in ok}
-        cands = candidates(states, scores)
 
         home = ctx.sessions.get(req.session)
         for s in ok:
@@ -49,17 +48,18 @@ class CacheAware(Policy):
                 return Decision(
                     s.name,
                     f"session affinity: {req.session} lives on {s.name} (prefix {s.prefix}/{total} blocks)",
-                    cands,
+                    candidates(states, scores),
                 )
         best, margin, tied = pick_best(ok, lambda s: (s.prefix, -s.active, s.free_blocks), ctx.rng)
+        if best.prefix == 0:
+            return self._fill(req, ok, states, ctx, total)
+        cands = candidates(states, scores)
         if total and best.prefix >= total:
             return Decision(best.name, f"exact hit {best.prefix}/{total} blocks on {best.name}{tie_note(tied)}", cands, margin)
-        if best.prefix > 0:
-            others = ", ".join(f"{s.name} {s.prefix}" for s in ok if s is not best) or "no other node"
-            return Decision(
-                best.name, f"prefix {best.prefix}/{total} blocks on {best.name} (vs {others}){tie_note(tied)}", cands, margin
-            )
-        return self._fill(req, ok, states, ctx, total)
+        others = ", ".join(f"{s.name} {s.prefix}" for s in ok if s is not best) or "no other node"
+        return Decision(
+            best.name, f"prefix {best.prefix}/{total} blocks on {best.name} (vs {others}){tie_note(tied)}", cands, margin
+        )
 
     def _fill(self, req: Request, ok: list[NodeState], states: Sequence[NodeState], ctx: Context, total: int) -> Decision:
         if self.fill == "best_fit":

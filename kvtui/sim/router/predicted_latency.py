@@ -67,6 +67,14 @@ from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
 
 W_MAX = 100  # latency-scorer's score resolution (wMax)
+
+
+def with_tail(reason: str, kept: int, margin: float, tie: str, notes: list[str]) -> str:
+    """The end every reason shares: the lead over the runner-up, a tie, the gates' notes."""
+    if kept > 1:
+        reason += f", ahead by {margin:.2f}"
+    reason += tie
+    return reason + ("; " + "; ".join(notes) if notes else "")
 COLD_KV = 0.02  # latency-slo-admitter: a node under 2 % KV usage is "cold"
 
 
@@ -173,6 +181,7 @@ class PredictedLatency(Policy):
 
     def __init__(self, cfg: PredictedLatencyConfig | None = None, predictor: LatencyPredictor | None = None) -> None:
         self.cfg = cfg or PredictedLatencyConfig()
+        self._no_slo = True  # the request being decided carries no SLO (set per decision)
         c = self.cfg
         self.predictor = predictor or LatencyPredictor(
             PredictorConfig(
@@ -388,14 +397,7 @@ class PredictedLatency(Policy):
                 f"(predicted {p.ttft:.0f} / {p.tpot:.1f} ms)"
             )
         reason = head + f", score {scores[pick.name]:.2f}"
-        if len(b) > 1:
-            reason += f", ahead by {margin:.2f}"
-        reason += tie
-        if notes:
-            reason += "; " + "; ".join(notes)
-        return Decision(pick.name, reason, candidates(states, scores, extra), margin)
-
-    _no_slo = True
+        return Decision(pick.name, with_tail(reason, len(b), margin, tie, notes), candidates(states, scores, extra), margin)
 
     def cold(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState], notes: list[str]) -> Decision:
         """No model yet: the affinity gate (no load gate), then the composite fallback score."""
@@ -416,12 +418,7 @@ class PredictedLatency(Policy):
             f"{pick.name}: cold ({self.predictor.samples} of {self.predictor.cfg.min_samples} samples), composite "
             f"(kv free {kv:.2f} + queue {q:.2f} + prefix {pre:.2f}) / 3 = {sc:.2f}"
         )
-        if len(c) > 1:
-            reason += f", ahead by {margin:.2f}"
-        reason += tie
-        if notes:
-            reason += "; " + "; ".join(notes)
-        return Decision(pick.name, reason, candidates(states, scores, extra), margin)
+        return Decision(pick.name, with_tail(reason, len(c), margin, tie, notes), candidates(states, scores, extra), margin)
 
     # ------------------------------------------------------------------ learning
     def routed(self, req: Request, node: str, states: Sequence[NodeState]) -> None:

@@ -151,7 +151,9 @@ class Router:
             self.reject(req, None, decision.reason)
             return
         node = self.node_by_name[decision.node]
-        problem = node.admission_problem(req)
+        # The snapshot was taken this instant: its admission check still holds (policies only
+        # pick eligible nodes; a policy that picked an ineligible one is refused here).
+        problem = next(s.problem for s in states if s.name == node.name)
         if problem is not None:
             self.reject(req, node.name, problem)
             return
