@@ -25,15 +25,15 @@ JUMPS = ("eviction", "rejection", "preemption", "failure", "crash", "recovery")
 
 
 def _parser():
-    from kvtui.cli import _Parser, _policy_help
+    from kvtui.cli.common import Parser, policy_help
 
-    p = _Parser(prog="kvtui record", description="Render the app after N steps to an SVG (deterministic).")
+    p = Parser(prog="kvtui record", description="Render the app after N steps to an SVG (deterministic).")
     p.add_argument("scenario", help="scenario YAML file")
     p.add_argument("--steps", type=int, default=0, metavar="N", help="events to step before the screenshot (default 0)")
     p.add_argument("--out", required=True, metavar="FILE.svg", help="where to write the SVG")
     p.add_argument("--size", default=f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}", metavar="COLSxROWS", help="terminal size (default 120x40)")
     p.add_argument("--theme", help="colour theme (dark, light, high-contrast)")
-    p.add_argument("--policy", help=_policy_help())
+    p.add_argument("--policy", help=policy_help())
     p.add_argument("--seed", type=int, help="override the scenario's seed")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field (repeatable)")
     p.add_argument("--until", type=float, metavar="T", help="first advance the simulation to sim time T (seconds)")
@@ -46,7 +46,7 @@ def _parser():
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    from kvtui.cli import UsageError
+    from kvtui.cli.common import UsageError
 
     m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
     if not m:
@@ -124,16 +124,16 @@ async def render_svg(
 
 
 def record_main(argv: list[str]) -> int:
-    from kvtui.cli import _check_policy, _load
+    from kvtui.cli.common import check_policy, load
 
     args = _parser().parse_args(argv)
     size = parse_size(args.size)
-    _check_policy(args.policy)
+    check_policy(args.policy)
     if args.steps < 0:
-        from kvtui.cli import UsageError
+        from kvtui.cli.common import UsageError
 
         raise UsageError("kvtui record: --steps must be >= 0")
-    scenario = _load(args)
+    scenario = load(args)
     svg = asyncio.run(
         render_svg(
             scenario,

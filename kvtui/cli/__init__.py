@@ -1,0 +1,85 @@
+"""The `kvtui` command line (a contract: DESIGN.md section 5).
+
+One module per command; `COMMANDS` names each with the function that runs it and the line the
+top-level help shows, so adding a command is one file and one entry here.
+
+Exit codes: 0 success, 2 bad input (usage, scenario, trace, WAL), 1 anything else. Bad input is
+reported as `file:line: message` lines, never as a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from kvtui import __version__
+from kvtui.cli.common import Parser, UsageError, run_once
+from kvtui.errors import InputError
+
+__all__ = ["COMMANDS", "main", "run_once", "UsageError"]
+
+# name -> (module:function, usage, what it does)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("kvtui.cli.run:main", "run SCENARIO", "headless run: summary table, --json result document"),
+    "compare": ("kvtui.cli.compare:main", "compare SCENARIO", "one row per policy (or per --sweep value), same workload"),
+    "record": ("kvtui.tui.record:record_main", "record SCENARIO", "render the app after N steps to an SVG"),
+    "validate": ("kvtui.cli.validate:main", "validate SCENARIO", "check a scenario file: exit 0, or 2 with every problem"),
+    "schema": ("kvtui.cli.validate:schema_main", "schema", "print the JSON Schema of scenario files"),
+    "profiles": ("kvtui.cli.profiles:main", "profiles [SCENARIO]", "hardware and model profiles with their sources"),
+    "wal": ("kvtui.store.commands:wal_main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
+}
+
+
+def epilog() -> str:
+    lines = ["commands:", f"  {'kvtui SCENARIO':<36}open the interactive app"]
+    for _, usage, what in COMMANDS.values():
+        lines.append(f"  {'kvtui ' + usage:<36}{what}")
+    return "\n".join(lines) + "\n\n`kvtui COMMAND --help` tells more."
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="kvtui",
+        description="Watch a KV-cache-aware LLM serving control plane at work.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="kvtui [--version] SCENARIO [options] | kvtui COMMAND ...",
+    )
+    p.add_argument("--version", action="version", version=f"kvtui {__version__}")
+    return p
+
+
+def _handler(target: str):
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def dispatch(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "--version"):
+        if not argv:
+            raise UsageError(_top_parser().format_help().rstrip())
+        _top_parser().parse_args(argv)
+        return 0
+    head, rest = argv[0], argv[1:]
+    if head in COMMANDS:
+        return _handler(COMMANDS[head][0])(rest)
+    return _handler("kvtui.cli.app:main")(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return dispatch(argv)
+    except SystemExit as e:  # argparse --help / --version
+        return int(e.code or 0)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except InputError as e:
+        print(e.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

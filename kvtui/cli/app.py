@@ -1,0 +1,36 @@
+"""`kvtui SCENARIO`: the interactive app."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kvtui.cli.common import Parser, add_run_options, check_policy, load
+
+
+def main(argv: list[str]) -> int:
+    p = Parser(prog="kvtui", description="Open the interactive app on a scenario.", epilog=_epilog(),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_options(p)
+    p.add_argument("--theme", help="colour theme (see themes/)")
+    args = p.parse_args(argv)
+    check_policy(args.policy)
+    scenario = load(args)
+    try:
+        from kvtui.tui.app import make_app
+    except ImportError:
+        print(
+            "The interactive app is not built yet. Try the headless run:\n"
+            f"  kvtui run {args.scenario}",
+            file=sys.stderr,
+        )
+        return 1
+    app = make_app(scenario, seed=args.seed, policy=args.policy, theme=args.theme)
+    app.run()
+    return 0
+
+
+def _epilog() -> str:
+    from kvtui.cli import epilog
+
+    return epilog()

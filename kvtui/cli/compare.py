@@ -1,0 +1,111 @@
+"""`kvtui compare SCENARIO`: the same workload under several policies, values of one field, or
+steps of a QPS ladder, one row each."""
+
+from __future__ import annotations
+
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, run_once, write_json
+
+
+def _parse_sweep(text: str) -> tuple[str, list[str]]:
+    key, sep, values = text.partition("=")
+    if not sep or not key or not values:
+        raise UsageError(f"--sweep wants KEY=V1,V2,...; got {text!r}")
+    return key, [v for v in values.split(",") if v != ""]
+
+
+def _parse_rates(text: str) -> list[float]:
+    rates: list[float] = []
+    for part in (x.strip() for x in text.split(",")):
+        if not part:
+            continue
+        try:
+            rate = float(part)
+        except ValueError:
+            raise UsageError(f"--ladder wants rates like 0.5,1,2,4; got {part!r}") from None
+        if not rate > 0 or rate == float("inf"):
+            raise UsageError(f"--ladder rates must be positive and finite; got {part!r}")
+        rates.append(rate)
+    return rates
+
+
+def _yaml_float(x: float) -> str:
+    """A float YAML reads back as a float (PyYAML takes `1e-05`, without a dot, as a string)."""
+    text = f"{x:.12f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _ladder_rates(args, scenario) -> list[float]:
+    """The QPS steps: from `--ladder R1,R2,...`, else the scenario's `workload.arrival.ladder`."""
+    rates = _parse_rates(args.ladder) if args.ladder else [float(r) for r in getattr(scenario.workload.arrival, "ladder", ())]
+    if not rates:
+        raise UsageError(
+            f"--ladder: {args.scenario} sets no workload.arrival.ladder; give the rates, e.g. --ladder 0.5,1,2,4"
+        )
+    if scenario.workload.arrival.process == "closed_loop":
+        raise UsageError("--ladder steps the open-loop arrival rate; this scenario's arrival process is closed_loop")
+    return rates
+
+
+def main(argv: list[str]) -> int:
+    from kvtui.report import compare_table, ladder_tables, print_table
+    from kvtui.scenario import load_scenario
+
+    p = Parser(
+        prog="kvtui compare",
+        description=(
+            "Run the same workload under several policies (or several values of one field, or each "
+            "step of a QPS ladder). Columns: ok% (completed of finished), E2E/TTFT/TPOT percentiles "
+            "in ms (TPOT over outputs of more than one token), output tokens/s, token and request hit "
+            "rates, most/mean requests per node, SLO attainment and goodput (requests/s meeting SLOs)."
+        ),
+    )
+    add_run_options(p, policy=False)
+    p.add_argument("--policies", help="comma-separated policy names (default: the scenario's)")
+    p.add_argument("--sweep", metavar="KEY=V1,V2", help="one run per value of a scenario field, e.g. workload.arrival.users=1,3,5,10")
+    p.add_argument(
+        "--ladder",
+        nargs="?",
+        const="",
+        metavar="R1,R2",
+        help="one block per arrival-rate step (req/s), open loop, no rate schedule: the given rates, "
+        "or the scenario's workload.arrival.ladder",
+    )
+    p.add_argument("--json", metavar="FILE", help='write {"runs": [...]} here')
+    args = p.parse_args(argv)
+    if args.sweep and args.ladder is not None:
+        raise UsageError("--sweep and --ladder cannot be combined")
+    policies = [x for x in (args.policies or "").split(",") if x] or [None]
+    for name in policies:
+        check_policy(name)
+    runs: list[dict] = []
+    if args.ladder is not None:
+        rates = _ladder_rates(args, load(args))
+        for rate in rates:
+            # `schedule=[]` drops any stepwise rate changes, so the step's rate holds throughout.
+            scenario = load_scenario(
+                args.scenario, [*args.overrides, f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"]
+            )
+            for name in policies:
+                _, doc = run_once(scenario, args.seed, name)
+                doc["ladder"] = {"rate": rate}
+                runs.append(doc)
+        print_table(ladder_tables(runs))
+    elif args.sweep:
+        key, values = _parse_sweep(args.sweep)
+        for value in values:
+            scenario = load_scenario(args.scenario, [*args.overrides, f"{key}={value}"])
+            for name in policies:
+                _, doc = run_once(scenario, args.seed, name)
+                doc["label"] = f"{key.rsplit('.', 1)[-1]}={value}" + (f" {doc['policy']}" if len(policies) > 1 else "")
+                doc["sweep"] = {"key": key, "value": value}
+                runs.append(doc)
+        print_table(compare_table(runs, label=key.rsplit(".", 1)[-1]))
+    else:
+        scenario = load(args)
+        for name in policies:
+            _, doc = run_once(scenario, args.seed, name)
+            runs.append(doc)
+        print_table(compare_table(runs))
+    if args.json:
+        write_json(args.json, {"runs": runs})
+    return 0

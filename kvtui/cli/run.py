@@ -1,0 +1,21 @@
+"""`kvtui run SCENARIO`: one headless run, its summary table, and the result document."""
+
+from __future__ import annotations
+
+from kvtui.cli.common import Parser, add_run_options, check_policy, load, run_once, write_json
+
+
+def main(argv: list[str]) -> int:
+    from kvtui.report import print_table, run_table
+
+    p = Parser(prog="kvtui run", description="Run a scenario headless and print its summary.")
+    add_run_options(p)
+    p.add_argument("--json", metavar="FILE", help="write the result document here")
+    args = p.parse_args(argv)
+    check_policy(args.policy)
+    scenario = load(args)
+    _, doc = run_once(scenario, args.seed, args.policy)
+    print_table(run_table(doc))
+    if args.json:
+        write_json(args.json, doc)
+    return 0
