@@ -84,8 +84,9 @@ class RequestRejected(Event):
 class RequestScheduled(Event):
     """The node's scheduler took the request into the running batch (again, after a preemption).
 
-    `hit_blocks` are the leading prompt blocks found in the node's prefix cache;
-    `new_blocks` were allocated now; `evicted` of those had to evict a cached block.
+    `hit_blocks` are the leading prompt blocks found in the node's GPU prefix cache;
+    `loaded_blocks` more after them came from the node's CPU tier, taking `load_s` seconds over
+    the host link; `new_blocks` were allocated now (the loaded ones among them).
     """
 
     request: str
@@ -96,12 +97,19 @@ class RequestScheduled(Event):
     new_blocks: int
     free_blocks: int
     resumed: bool
+    loaded_blocks: int = 0
+    load_s: float = 0.0
     kind: ClassVar[str] = "scheduled"
 
 
 @dataclass(frozen=True, slots=True)
 class BlocksStored(Event):
-    """Full blocks of a request became cached under their chained hash keys."""
+    """Full blocks of a request became cached under their chained hash keys.
+
+    In the CPU tier (`medium="cpu"`) the blocks arrive when the GPU evicts them: `request` is then
+    the request whose allocation evicted them, and `first_index` is -1 (no position: they may
+    come from several prefixes), `parent_key` None.
+    """
 
     node: str
     request: str
@@ -156,7 +164,7 @@ class RequestCompleted(Event):
     group: str
     prompt_tokens: int
     output_tokens: int
-    cached_tokens: int
+    cached_tokens: int  # prompt tokens not prefilled: GPU hits plus `loaded_tokens`
     hit: str
     ttft: float
     tpot: float
@@ -166,6 +174,7 @@ class RequestCompleted(Event):
     # goodput from the event alone. `tpot` is 0.0 for a 1-token output; TPOT statistics skip it.
     slo_ttft: float | None = None
     slo_tpot: float | None = None
+    loaded_tokens: int = 0  # of `cached_tokens`, those loaded from the node's CPU tier
     kind: ClassVar[str] = "completed"
 
 

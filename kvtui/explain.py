@@ -38,6 +38,8 @@ from kvtui.events import (
     SimulationEnded,
 )
 
+from kvtui.sim.latency import prefill_seconds
+
 if TYPE_CHECKING:
     from kvtui.sim.engine import Simulation
 
@@ -130,7 +132,8 @@ def summary(ev: Event) -> str:
     if isinstance(ev, BlocksEvicted):
         groups = Counter(ev.groups)
         whose = ", ".join(f"{g or '?'} x{n}" for g, n in groups.most_common())
-        return f"EVICT {ev.node}: {_plural(len(ev.keys), 'block')} ({whose}) for {ev.for_request}"
+        tier = " CPU tier" if ev.medium == "cpu" else ""
+        return f"EVICT {ev.node}{tier}: {_plural(len(ev.keys), 'block')} ({whose}) for {ev.for_request}"
     if isinstance(ev, RequestPreempted):
         return f"PREEMPT {ev.node}: {ev.request} ({_plural(ev.freed_blocks, 'block')} freed) for {ev.needed_by}"
     if isinstance(ev, NodeDown):
@@ -154,8 +157,11 @@ def summary(ev: Event) -> str:
         return f"{ev.request} arrives ({ev.group}, turn {ev.turn}, {fmt_int(ev.prompt_tokens)}+{fmt_int(ev.output_tokens)} tokens)"
     if isinstance(ev, RequestScheduled):
         what = "resumes" if ev.resumed else "starts"
-        return f"{ev.node} {what} {ev.request}: {ev.hit_blocks}/{ev.prompt_blocks} cached, {ev.new_blocks} new blocks"
+        loaded = f" + {ev.loaded_blocks} from CPU" if ev.loaded_blocks else ""
+        return f"{ev.node} {what} {ev.request}: {ev.hit_blocks}/{ev.prompt_blocks} cached{loaded}, {ev.new_blocks} new blocks"
     if isinstance(ev, BlocksStored):
+        if ev.medium == "cpu":
+            return f"{ev.node} CPU tier keeps {len(ev.keys)} evicted blocks ({ev.group})"
         return f"{ev.node} caches {len(ev.keys)} blocks of {ev.request} ({ev.group})"
     if isinstance(ev, FirstToken):
         return f"{ev.request} first token on {ev.node} after {fmt_ms(ev.ttft)}"
@@ -281,6 +287,12 @@ def _explain_evicted(ev: BlocksEvicted, sim, history: History | None) -> str:
     groups = Counter(ev.groups)
     whose = _and_list([f"{_plural(n, 'block')} of group {g or '?'}" for g, n in groups.most_common()])
     n = len(ev.keys)
+    if ev.medium == "cpu":
+        return (
+            f"{ev.node}'s CPU tier is full: to keep blocks the GPU just evicted for {ev.for_request}, it drops "
+            f"its {_plural(n, 'least recently used block')} ({whose}). These are now gone from the node "
+            f"altogether: a request with that prefix will recompute them."
+        )
     out = [
         f"{ev.node} needed blocks for {ev.for_request}. Allocation takes the least recently used free "
         f"blocks first, and {fmt_int(n)} of them still held cached data, so "
@@ -291,11 +303,38 @@ def _explain_evicted(ev: BlocksEvicted, sim, history: History | None) -> str:
         out.append(
             f"{ev.for_request} reused {sched.hit_blocks} cached blocks and needed {sched.new_blocks} new ones."
         )
-    out.append(
-        "Idle blocks are freed tail first, so a prefix loses its end before its head; "
-        "a later request with that prefix must recompute what was evicted."
-    )
+    if _has_cpu_tier(sim, ev.node):
+        out.append(
+            "Idle blocks are freed tail first, so a prefix loses its end before its head. This node has a "
+            "CPU tier: the evicted blocks move there, and a later request with that prefix loads them back "
+            "over the host link instead of recomputing them."
+        )
+    else:
+        out.append(
+            "Idle blocks are freed tail first, so a prefix loses its end before its head; "
+            "a later request with that prefix must recompute what was evicted."
+        )
     return " ".join(out)
+
+
+def _has_cpu_tier(sim, node: str) -> bool:
+    n = getattr(sim, "node_by_name", {}).get(node) if sim is not None else None
+    return n is not None and n.kv.cpu is not None
+
+
+def _explain_load(ev: RequestScheduled, sim) -> str:
+    """A CPU-tier load: its time against what recomputing those tokens would have cost."""
+    bs = _block_size(sim)
+    tokens = ev.loaded_blocks * bs
+    text = (
+        f"{_plural(ev.loaded_blocks, 'more block')} ({fmt_int(tokens)} tokens) came from {ev.node}'s CPU tier, "
+        f"loaded over the host link in {fmt_ms(ev.load_s)}, added to this iteration"
+    )
+    node = getattr(sim, "node_by_name", {}).get(ev.node) if sim is not None else None
+    if node is not None:
+        alone = prefill_seconds(node.latency, tokens, ev.hit_blocks * bs)
+        text += f"; prefilling them instead would take about {fmt_ms(alone)} on their own"
+    return text + "."
 
 
 def _explain_preempted(ev: RequestPreempted, sim, history: History | None) -> str:
@@ -319,11 +358,13 @@ def _explain_scheduled(ev: RequestScheduled, sim, history: History | None) -> st
     if ev.prompt_blocks:
         if ev.hit_blocks:
             out.append(
-                f"{ev.hit_blocks} of its {ev.prompt_blocks} prompt blocks were already cached "
-                f"({fmt_int(ev.cached_tokens)} tokens skip prefill)."
+                f"{ev.hit_blocks} of its {ev.prompt_blocks} prompt blocks were already cached in GPU memory"
+                + ("." if ev.loaded_blocks else f" ({fmt_int(ev.cached_tokens)} tokens skip prefill).")
             )
-        else:
+        elif not ev.loaded_blocks:
             out.append(f"None of its {ev.prompt_blocks} prompt blocks was cached here.")
+        if ev.loaded_blocks:
+            out.append(_explain_load(ev, sim) + f" In all {fmt_int(ev.cached_tokens)} tokens skip prefill.")
     out.append(f"It takes {_plural(ev.new_blocks, 'new block')}, leaving {fmt_int(ev.free_blocks)} free (empty or cached-idle).")
     if ev.resumed:
         out.append("After a preemption the work is recomputed, minus whatever prefix is still cached.")
@@ -398,6 +439,12 @@ def explain(ev: Event | None, sim: "Simulation | None" = None, history: History 
             f"{ev.request} arrives from group {ev.group}, {turn}. It has {fmt_int(ev.prompt_tokens)} prompt tokens "
             f"= {_plural(ev.prompt_tokens // bs, 'full block')} of {bs} (only full blocks can be cached) "
             f"and asks for {fmt_int(ev.output_tokens)} output tokens."
+        )
+    if isinstance(ev, BlocksStored) and ev.medium == "cpu":
+        return (
+            f"The GPU of {ev.node} evicted {_plural(len(ev.keys), 'block')} of group {ev.group} (to make room for "
+            f"{ev.request}); its CPU tier keeps them, least recently used dropped first when full. The router's "
+            f"index now lists them on {ev.node} in the CPU tier, worth less than GPU blocks to its scorer."
         )
     if isinstance(ev, BlocksStored):
         last = ev.first_index + len(ev.keys) - 1

@@ -101,6 +101,13 @@ def run_table(doc: dict) -> Group:
     routing = doc.get("routing") or {}
     if routing:
         parts.append("routing: " + " · ".join(f"{key} {text}" for key, text in _flat(routing)))
+    offload = c.get("offload")
+    if offload:
+        parts.append(
+            f"CPU tier: {offload['loaded_tokens']:,} prompt tokens loaded back ({_pct(offload['loaded_token_rate'])} of "
+            f"prompt tokens; GPU hits {_pct(offload['gpu_token_hit_rate'])}) in {offload['load_s'] * 1000:,.1f} ms of "
+            f"transfers · {offload['stored_blocks']:,} evicted blocks kept, {offload['evicted_blocks']:,} dropped"
+        )
     reasons = r.get("rejected_reasons") or {}
     if reasons:
         parts.append("rejections by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))

@@ -15,6 +15,7 @@ from kvtui.scenario.model import (
     Latency,
     Metadata,
     NodeSpec,
+    Offload,
     PrefixGroup,
     Router,
     Scenario,
@@ -34,6 +35,7 @@ def scenarios(draw):
     n_nodes = draw(st.integers(1, 3))
     block_size = draw(st.sampled_from([4, 16]))
     kv_blocks = draw(st.integers(24, 120))
+    offload = draw(st.sampled_from([None, Offload(cpu_blocks=8), Offload(cpu_blocks=200, bandwidth_gbps=5.0)]))
     nodes = tuple(
         NodeSpec(
             name=f"n{i}",
@@ -42,6 +44,7 @@ def scenarios(draw):
             max_num_batched_tokens=draw(st.sampled_from([64, 256, 2048])),
             chunked_prefill=draw(st.booleans()),
             max_queue=draw(st.sampled_from([None, 2, 8])),
+            offload=offload,
         )
         for i in range(n_nodes)
     )
@@ -87,8 +90,19 @@ def check_invariants(sim: Simulation, arrived: int) -> None:
     recovering = sim.control_plane is not None and sim.control_plane.down
     for node in sim.nodes:
         node.pool.check()  # used + free = total, no negative count, free queue holds only idle blocks
+        index = sim.router.index
         if not recovering:  # while the control plane recovers, the router has no index at all
-            assert set(node.pool.cached) == sim.router.index.keys_on(node.name), "KV index disagrees with the pool"
+            assert set(node.pool.cached) == index.keys_on(node.name, "gpu"), "KV index disagrees with the pool"
+        cpu = node.kv.cpu
+        if cpu is not None:
+            cpu.check()
+            on_cpu = index.keys_on(node.name, "cpu")
+            # The CPU tier is not persisted by the control plane: after a recovery the index
+            # knows only what the tier stored since, never more than it holds.
+            crashed = sim.control_plane is not None and sim.control_plane.crashes > 0
+            if not recovering:
+                assert on_cpu <= set(cpu.entries), "KV index lists CPU blocks the tier does not hold"
+                assert crashed or on_cpu == set(cpu.entries), "KV index disagrees with the CPU tier"
         for req in node.running:
             assert len(req.blocks) * sim.block_size >= req.computed
     m = sim.metrics

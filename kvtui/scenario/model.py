@@ -201,6 +201,18 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Offload:
+    """A CPU tier under the node's GPU memory (vLLM's OffloadingConnector / LMCache, Dynamo's KVBM
+    host tier): blocks evicted from the GPU are kept here, LRU, and loaded back over the host link."""
+
+    cpu_blocks: int = field(metadata=doc("blocks the CPU tier holds (same block size as the GPU pool)", min=1, max=100_000_000))
+    bandwidth_gbps: float = field(
+        default=50.0,
+        metadata=doc("host-to-GPU bandwidth per GPU in GB/s (gigabytes); PCIe 5.0 x16 peaks at 64", min=0.1, max=10_000),
+    )
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     """One model server (one GPU, or one tensor-parallel group treated as one)."""
 
@@ -223,6 +235,7 @@ class NodeSpec:
     chunked_prefill: bool = field(default=True, metadata=doc("split long prefills across iterations"))
     max_active: int | None = field(default=None, metadata=doc("reject when running+waiting reach this", min=1))
     max_queue: int | None = field(default=None, metadata=doc("reject when this many are waiting", min=0))
+    offload: Offload | None = field(default=None, metadata=doc("a CPU KV tier under GPU memory; defaults to the cluster's"))
 
 
 @dataclass(frozen=True)
@@ -231,6 +244,7 @@ class Cluster:
     hardware: str = field(default="h100-80gb", metadata=doc("default hardware profile of the nodes"))
     tensor_parallel: int = field(default=1, metadata=doc("default GPUs per node (one tensor-parallel group, one scheduler)", min=1, max=64))
     kv_cache_dtype: Literal["bf16", "fp8"] = field(default="bf16", metadata=doc("default KV cache element type"))
+    offload: Offload | None = field(default=None, metadata=doc("default CPU KV tier of the nodes (none: GPU only)"))
     nodes: tuple[NodeSpec, ...] = field(default=(NodeSpec(),), metadata=doc("the model servers"))
 
 

@@ -19,6 +19,11 @@ Acknowledgement: the engine flushes the store whenever sim time is about to adva
 were written (one write, plus an fsync under the `batch` policy): a group commit per sim
 instant. A crash takes effect after the commit of the instant it happens in, so it loses
 nothing acknowledged and the digests must match.
+
+The store is the directory of GPU-resident blocks. A node's CPU tier (`offload:`) is reported
+with `medium="cpu"` to the router's index only, not persisted: an index entry for a host-memory
+block is a routing hint that is cheap to lose. After a recovery the router knows a node's CPU
+tier only from what the tier stored since (the staleness counts show the gap).
 """
 
 from __future__ import annotations
@@ -92,10 +97,12 @@ class ControlPlane:
         store, index = self.store, self.router.index
         kind = type(ev)
         if kind is BlocksStored:
-            store.blocks_stored(ev.node, ev.keys, ev.group)
+            if ev.medium == "gpu":
+                store.blocks_stored(ev.node, ev.keys, ev.group)
             index.add(ev.node, ev.keys, ev.medium)
         elif kind is BlocksEvicted:
-            store.blocks_evicted(ev.node, ev.keys)
+            if ev.medium == "gpu":
+                store.blocks_evicted(ev.node, ev.keys)
             index.remove(ev.node, ev.keys, ev.medium)
         elif kind is NodeCacheCleared:
             store.node_cleared(ev.node)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from kvtui.profiles import memory_fit
 from kvtui.scenario.model import NodeSpec, Scenario
 from kvtui.scenario.serving import node_serving, profile_catalog
+from kvtui.sim.kv_manager import OffloadSpec
 from kvtui.sim.latency import LinearModel, RooflineModel
 
 
@@ -50,3 +51,16 @@ def node_capacity(scenario: Scenario, spec: NodeSpec) -> int:
         batched_tokens=spec.max_num_batched_tokens,
     )
     return fit.blocks
+
+
+def node_offload(scenario: Scenario, spec: NodeSpec) -> OffloadSpec | None:
+    """The node's CPU tier (its own `offload:`, else the cluster's), with the time one block takes
+    to load: each GPU of a tensor-parallel group loads its shard of the block over its own host
+    link, so the time is the per-GPU shard's bytes over one link's bandwidth."""
+    offload = spec.offload or scenario.cluster.offload
+    if offload is None:
+        return None
+    _, models = profile_catalog(scenario)
+    serving = node_serving(scenario, spec)
+    shard_bytes = models[scenario.model].kv_bytes_per_token_per_gpu(serving.tp, serving.kv_dtype) * scenario.cluster.block_size
+    return OffloadSpec(offload.cpu_blocks, shard_bytes / (offload.bandwidth_gbps * 1e9))

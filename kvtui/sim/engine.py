@@ -29,7 +29,7 @@ from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
-from kvtui.sim.deployment import build_latency, node_capacity
+from kvtui.sim.deployment import build_latency, node_capacity, node_offload
 from kvtui.sim.request import Request
 from kvtui.sim.router.router import Router
 
@@ -52,7 +52,15 @@ class Simulation:
         self.nodes: list[Node] = []
         self.node_by_name: dict[str, Node] = {}
         for spec in scenario.cluster.nodes:
-            node = Node(spec, node_capacity(scenario, spec), self.block_size, build_latency(scenario, spec), self.bus, self._finished)
+            node = Node(
+                spec,
+                node_capacity(scenario, spec),
+                self.block_size,
+                build_latency(scenario, spec),
+                self.bus,
+                self._finished,
+                node_offload(scenario, spec),
+            )
             self.nodes.append(node)
             self.node_by_name[node.name] = node
         self.metrics.set_nodes([n.name for n in self.nodes])

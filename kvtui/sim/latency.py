@@ -49,6 +49,15 @@ class Batch:
     tokens_out: int = 0
 
 
+def prefill_seconds(model, tokens: int, context: int) -> float:
+    """One iteration prefilling `tokens` new tokens after `context` cached ones, alone in its batch
+    (how long a request's uncached part takes, and what a CPU-tier load saves)."""
+    batch = Batch(
+        prefill_tokens=tokens, prefill_context=tokens * (context + (tokens + 1) // 2), prefill_kv_read=context, tokens_out=1
+    )
+    return model.iteration(batch)
+
+
 class LinearModel:
     """The seed's serial model: cost per uncached prompt token + cost per output token."""
 

@@ -163,7 +163,8 @@ class Metrics:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
-    evicted_blocks: int = 0
+    evicted_blocks: int = 0  # GPU evictions (blocks whose keys left GPU memory)
+    loaded_tokens: int = 0  # prompt tokens loaded from a node's CPU tier (among cached_tokens)
     with_slo: int = 0  # completed requests that carried a TTFT and/or TPOT SLO
     slo_met: int = 0  # ... and met every one of them
     ttft: list[float] = field(default_factory=list)
@@ -194,6 +195,7 @@ class Metrics:
             self.e2e.append(ev.e2e)
             self.prompt_tokens += ev.prompt_tokens
             self.cached_tokens += ev.cached_tokens
+            self.loaded_tokens += ev.loaded_tokens
             self.output_tokens += ev.output_tokens
             self.served[ev.node] = self.served.get(ev.node, 0) + 1
             if ev.hit == "exact":
@@ -209,6 +211,8 @@ class Metrics:
         elif isinstance(ev, RequestArrived):
             self.arrived += 1
         elif isinstance(ev, BlocksEvicted):
+            if ev.medium != "gpu":
+                return  # the CPU tiers count their own (see the result's `offload`)
             self.evicted_blocks += len(ev.keys)
             self.evicted_by_node[ev.node] = self.evicted_by_node.get(ev.node, 0) + len(ev.keys)
         elif isinstance(ev, RequestRejected):

@@ -1,4 +1,7 @@
-"""A model server: admission control, a continuous-batching scheduler, and its block pool.
+"""A model server: admission control and a continuous-batching scheduler over its KV memory.
+
+The KV memory (GPU block pool, optional CPU tier) sits behind `kvtui.sim.kv_manager`, as vLLM's
+scheduler sees only its KVCacheManager; this module decides who runs, the manager what is cached.
 
 The scheduler follows vLLM v1's `Scheduler.schedule()` (vllm/v1/core/sched/scheduler.py):
 
@@ -46,7 +49,7 @@ from kvtui.events import (
     RequestScheduled,
 )
 from kvtui.scenario.model import NodeSpec
-from kvtui.sim.blocks import BlockPool
+from kvtui.sim.kv_manager import KVCacheManager, OffloadSpec
 from kvtui.sim.latency import Batch
 from kvtui.sim.request import Request
 
@@ -63,6 +66,7 @@ class _Plan:
     prefill: list[tuple[Request, int]] = field(default_factory=list)
     decode: list[Request] = field(default_factory=list)
     durations: list[float] = field(default_factory=list)
+    load_s: float = 0.0  # CPU-tier loads of the requests admitted in this iteration
 
 
 class Node:
@@ -74,6 +78,7 @@ class Node:
         latency,
         bus: "Bus",
         on_finish: Callable[[Request, str], None],
+        offload: OffloadSpec | None = None,
     ):
         self.name = spec.name
         self.spec = spec
@@ -83,7 +88,10 @@ class Node:
         self.env: simpy.Environment = bus.env
         self.on_finish = on_finish
         self.max_num_seqs = 1 if latency.serial else spec.max_num_seqs
-        self.pool = BlockPool(self.name, kv_blocks, block_size, self._stored, self._evicted)
+        self.kv = KVCacheManager(
+            self.name, kv_blocks, block_size, latency.recompute_full_hit, self._stored, self._evicted, offload
+        )
+        self.pool = self.kv.pool  # the GPU pool, for read-only views
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.up = True
@@ -123,7 +131,7 @@ class Node:
         if not self.up:
             return f"{self.name} is down"
         need = self.blocks_for(max(1, req.prompt_tokens + req.output_tokens - 1))
-        capacity = self.pool.num_blocks - len(self.pool.pinned)
+        capacity = self.kv.capacity
         if need > capacity:
             return (
                 f"needs {need} blocks for {req.prompt_tokens}+{req.output_tokens} tokens; "
@@ -160,19 +168,19 @@ class Node:
     # ------------------------------------------------------------------ pins
     def pin(self, group: str, keys: list[int]) -> int:
         self.pins.append((group, keys))
-        return self.pool.pin(keys, group)
+        return self.kv.pin(keys, group)
 
     # ------------------------------------------------------------------ faults
     def go_down(self) -> list[Request]:
         """Lose the GPU: the cache is gone; returns the requests that were in flight."""
-        lost = self.pool.cached_count
+        lost = self.pool.cached_count + (len(self.kv.cpu) if self.kv.cpu is not None else 0)
         in_flight = list(self.running) + list(self.waiting)
         self.running.clear()
         self.waiting.clear()
         for r in in_flight:
             r.node = None
         self.up = False
-        self.pool.reset()
+        self.kv.reset()
         self.bus.emit(NodeCacheCleared, node=self.name, keys=lost)
         if self._busy:
             self.process.interrupt("down")
@@ -186,13 +194,20 @@ class Node:
             self._up_event.succeed()
 
     # ------------------------------------------------------------------ KV events
-    def _stored(self, request: str, group: str, keys: tuple[int, ...], parent: int | None, first: int) -> None:
+    def _stored(self, request: str, group: str, keys: tuple[int, ...], parent: int | None, first: int, medium: str) -> None:
         self.bus.emit(
-            BlocksStored, node=self.name, request=request, group=group, keys=keys, parent_key=parent, first_index=first
+            BlocksStored,
+            node=self.name,
+            request=request,
+            group=group,
+            keys=keys,
+            parent_key=parent,
+            first_index=first,
+            medium=medium,
         )
 
-    def _evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str) -> None:
-        self.bus.emit(BlocksEvicted, node=self.name, keys=keys, groups=groups, for_request=for_request)
+    def _evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str, medium: str) -> None:
+        self.bus.emit(BlocksEvicted, node=self.name, keys=keys, groups=groups, for_request=for_request, medium=medium)
 
     # ------------------------------------------------------------------ the loop
     def _loop(self):
@@ -241,7 +256,7 @@ class Node:
 
     def _plan(self) -> _Plan | None:
         """Decide the next segment, allocating (and evicting, preempting) as vLLM would."""
-        pool = self.pool
+        kv = self.kv
         budget = self.spec.max_num_batched_tokens
         plan = _Plan()
         preempted = False
@@ -256,10 +271,10 @@ class Node:
             if n <= 0 or budget <= 0:
                 i += 1
                 continue
-            need = self.blocks_for(req.computed + n) - len(req.blocks)
+            need = kv.grow_need(req, req.computed + n)
             if need > 0:
                 preempted_self = False
-                while need > pool.free_count:
+                while need > kv.free_count:
                     victim = running[-1]
                     self._preempt(victim, req)
                     preempted = True
@@ -268,7 +283,7 @@ class Node:
                         break
                 if preempted_self:
                     break  # it was the newest left: nobody after it remains to schedule
-                req.blocks.extend(pool.allocate(need, req.group, req.id))
+                kv.grow(req, need)
             budget -= n
             if in_prefill:
                 plan.prefill.append((req, n))
@@ -280,11 +295,11 @@ class Node:
         if not preempted:
             while self.waiting and budget > 0 and len(running) < self.max_num_seqs:
                 req = self.waiting[0]
-                if self._blocked == (req, pool.version, budget):
+                if self._blocked == (req, kv.version, budget):
                     break  # nothing in the pool changed since it last failed to fit
-                n = self._admit_from_queue(req, budget)
+                n = self._admit_from_queue(req, budget, plan)
                 if n is None:
-                    self._blocked = (req, pool.version, budget)
+                    self._blocked = (req, kv.version, budget)
                     break
                 budget -= n
                 plan.prefill.append((req, n))
@@ -299,7 +314,7 @@ class Node:
                     RequestRejected,
                     request=stuck.id,
                     node=self.name,
-                    reason=f"cannot be scheduled on {self.name}: {self.pool.free_count} blocks free, nothing running",
+                    reason=f"cannot be scheduled on {self.name}: {kv.free_count} blocks free, nothing running",
                 )
                 self._finish(stuck, "rejected")
             return None
@@ -307,43 +322,41 @@ class Node:
         self._extend_decode_segment(plan)
         return plan
 
-    def _admit_from_queue(self, req: Request, budget: int) -> int | None:
+    def _admit_from_queue(self, req: Request, budget: int, plan: _Plan) -> int | None:
         """Move the head of the queue into the batch if it fits; return its chunk size."""
-        pool = self.pool
-        bs = self.block_size
+        kv = self.kv
         target = req.prompt_tokens + req.generated
-        full = target // bs
-        matched = pool.lookup(req.block_keys, full)
-        cap = (target - 1) // bs if self.latency.recompute_full_hit else full
-        hits = matched[:cap]
-        computed = len(hits) * bs
-        n = target - computed
+        hit = kv.computed(req, target)
+        n = target - hit.tokens
         if not self.spec.chunked_prefill and n > budget:
             return None
         n = min(n, budget)
-        need = self.blocks_for(computed + n) - len(hits)
-        if need + pool.evictable_among(hits) > pool.free_count:
+        need = kv.need(req, hit, n)
+        if not kv.fits(hit, need):
             return None
         self.waiting.popleft()
-        pool.touch(hits)
-        req.blocks = hits + pool.allocate(max(need, 0), req.group, req.id)
+        load_s = kv.admit(req, hit, need)
+        plan.load_s += load_s
         req.target = target
-        req.computed = computed
+        req.computed = hit.tokens
         resumed = req.first_token_at is not None or req.preemptions > 0
         if not resumed:
-            req.cached_tokens = computed
-            req.hit_blocks = len(matched)
+            req.cached_tokens = hit.tokens
+            req.loaded_tokens = hit.loaded * self.block_size
+            req.hit_blocks = hit.matched + hit.loaded
         self.running.append(req)
         self.bus.emit(
             RequestScheduled,
             request=req.id,
             node=self.name,
-            prompt_blocks=req.prompt_tokens // bs,
-            hit_blocks=len(matched),
-            cached_tokens=computed,
-            new_blocks=max(need, 0),
-            free_blocks=pool.free_count,
+            prompt_blocks=req.prompt_tokens // self.block_size,
+            hit_blocks=hit.matched,
+            cached_tokens=hit.tokens,
+            new_blocks=need,
+            free_blocks=kv.free_count,
             resumed=resumed,
+            loaded_blocks=hit.loaded,
+            load_s=load_s,
         )
         return n
 
@@ -353,24 +366,25 @@ class Node:
         bs = self.block_size
         if plan.prefill or (self.waiting and len(self.running) < self.max_num_seqs):
             batch = self._batch(plan)
-            plan.durations = [lat.iteration(batch)]
+            plan.durations = [lat.iteration(batch) + plan.load_s]
             return
         k = bs
         for req in plan.decode:
             left = req.output_tokens - req.generated
             if left < k:
                 k = left
+        kv = self.kv
         extra = 0
         if k > 1:
             for req in plan.decode:
-                extra += max(0, self.blocks_for(req.computed + k) - len(req.blocks))
-            if extra > self.pool.free_count:
+                extra += max(0, kv.grow_need(req, req.computed + k))
+            if extra > kv.free_count:
                 k = 1
         if k > 1 and extra:
             for req in plan.decode:
-                more = self.blocks_for(req.computed + k) - len(req.blocks)
+                more = kv.grow_need(req, req.computed + k)
                 if more > 0:
-                    req.blocks.extend(self.pool.allocate(more, req.group, req.id))
+                    kv.grow(req, more)
         seqs = len(plan.decode)
         context = sum(r.computed for r in plan.decode)
         plan.durations = lat.decode_run(k, seqs, context)
@@ -396,7 +410,7 @@ class Node:
 
     def _commit(self, plan: _Plan, done: int, duration: float) -> None:
         """Apply `done` iterations of the plan: tokens computed, blocks cached, requests done."""
-        pool = self.pool
+        kv = self.kv
         bs = self.block_size
         now = self.env.now
         finished: list[Request] = []
@@ -405,7 +419,7 @@ class Node:
             before = req.computed // bs
             req.computed += n
             prefill_tokens += n
-            pool.cache_full_blocks(req.blocks, req.block_keys, before, req.computed // bs, req.id, req.group)
+            kv.cache(req, before, req.computed // bs)
             if req.computed >= req.target:
                 req.generated += 1
                 if req.first_token_at is None:
@@ -419,16 +433,15 @@ class Node:
             req.generated += done
             after = req.computed // bs
             if after > before:
-                pool.cache_full_blocks(req.blocks, req.block_keys, before, after, req.id, req.group)
+                kv.cache(req, before, after)
             if req.generated >= req.output_tokens:
                 finished.append(req)
-        used = pool.used_count
+        used = self.pool.used_count
         if used > self.peak_used:
             self.peak_used = used
         for req in finished:
             self.running.remove(req)
-            pool.free(req.blocks)
-            req.blocks = []
+            kv.free(req)
             self._finish(req, "completed")
         self.bus.emit(
             BatchStepped,
@@ -439,16 +452,14 @@ class Node:
             duration=duration,
             running=len(self.running),
             waiting=len(self.waiting),
-            used_blocks=pool.used_count,
+            used_blocks=self.pool.used_count,
         )
 
     def _preempt(self, victim: Request, needed_by: Request) -> None:
         """vLLM recompute preemption: free everything, back to the front of the queue."""
         self.running.remove(victim)
-        freed = len(victim.blocks)
-        self.pool.free(victim.blocks)
+        freed = self.kv.free(victim)
         done = victim.computed
-        victim.blocks = []
         victim.computed = 0
         victim.preemptions += 1
         self.preemptions += 1
@@ -481,6 +492,7 @@ class Node:
                 prompt_tokens=req.prompt_tokens,
                 output_tokens=req.output_tokens,
                 cached_tokens=req.cached_tokens,
+                loaded_tokens=req.loaded_tokens,
                 hit=hit,
                 ttft=ttft,
                 tpot=tpot,

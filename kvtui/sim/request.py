@@ -34,6 +34,7 @@ class Request:
     generated: int = 0  # output tokens produced
     blocks: list[int] = field(default_factory=list)  # block ids held, in sequence order
     cached_tokens: int = 0  # prompt tokens served from cache at first scheduling
+    loaded_tokens: int = 0  # of those, tokens loaded from the node's CPU tier
     hit_blocks: int = 0
     first_token_at: float | None = None
     finished_at: float | None = None
@@ -49,4 +50,5 @@ class Request:
         self.blocks = []
         self.first_token_at = None
         self.cached_tokens = 0
+        self.loaded_tokens = 0
         self.hit_blocks = 0

@@ -4,6 +4,8 @@ Schema version 2 (this file) added, over version 1: `requests.shed`, `requests.s
 `requests.rejected_reasons`, `latency_ms.itl`, the `slo` object, and `routing` (the router's own
 report: index staleness, prediction error, ...). TPOT changed meaning on purpose: it now skips
 1-token outputs, as vLLM's benchmark does (see kvtui.sim.metrics for every definition).
+Added within version 2 (optional keys, present only when a node has a CPU tier): `cache.offload`
+and each node's `offload`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,34 @@ def _routing_report(sim) -> dict:
         return {}
     out = report()
     return dict(out) if out else {}
+
+
+def _tiers(sim) -> list:
+    return [n.kv.cpu for n in sim.nodes if n.kv.cpu is not None]
+
+
+def _offload_summary(sim) -> dict:
+    """The CPU tiers together: what they took in, dropped, and gave back (as tokens of prompts)."""
+    m, tiers = sim.metrics, _tiers(sim)
+    return {
+        "loaded_tokens": m.loaded_tokens,
+        "loaded_token_rate": round(m.loaded_tokens / m.prompt_tokens, 6) if m.prompt_tokens else 0.0,
+        "gpu_token_hit_rate": round((m.cached_tokens - m.loaded_tokens) / m.prompt_tokens, 6) if m.prompt_tokens else 0.0,
+        "stored_blocks": sum(t.stored_total for t in tiers),
+        "evicted_blocks": sum(t.evicted_total for t in tiers),
+        "loaded_blocks": sum(t.loaded_total for t in tiers),
+        "load_s": round(sum(t.load_s_total for t in tiers), 6),
+    }
+
+
+def _node_offload(tier) -> dict:
+    return {
+        "cpu_blocks": tier.capacity,
+        "held_blocks": len(tier),
+        "stored_blocks": tier.stored_total,
+        "evicted_blocks": tier.evicted_total,
+        "loaded_blocks": tier.loaded_total,
+    }
 
 
 def result_document(sim, wall_time_s: float) -> dict:
@@ -59,6 +89,7 @@ def result_document(sim, wall_time_s: float) -> dict:
             "prefix_hits": m.prefix_hits,
             "misses": m.misses,
             "evicted_blocks": m.evicted_blocks,
+            **({"offload": _offload_summary(sim)} if _tiers(sim) else {}),
         },
         "latency_ms": m.latency_ms(),
         "throughput": {
@@ -79,6 +110,7 @@ def result_document(sim, wall_time_s: float) -> dict:
                 "requests_served": n.served,
                 "preemptions": n.preemptions,
                 "evicted_blocks": m.evicted_by_node.get(n.name, 0),
+                **({"offload": _node_offload(n.kv.cpu)} if n.kv.cpu is not None else {}),
             }
             for n in sim.nodes
         ],

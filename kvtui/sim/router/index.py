@@ -144,6 +144,7 @@ class KVIndex:
                 score[n] = score.get(n, 0.0) + weight[m] if coverage else (pos + 1) * weight[m]
         return score
 
-    def keys_on(self, node: str) -> set[int]:
-        """Every key the index credits to `node` (any tier); for checks and tests."""
-        return {k for k, d in self._where.items() if node in d}
+    def keys_on(self, node: str, medium: str | None = None) -> set[int]:
+        """Every key the index credits to `node` (in `medium`, or any tier); for checks and tests."""
+        bit = _BIT[medium] if medium is not None else -1
+        return {k for k, d in self._where.items() if d.get(node, 0) & bit}

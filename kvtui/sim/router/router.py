@@ -205,15 +205,15 @@ class Router:
         self.stats["decisions"] += 1
         said = next(s.prefix for s in states if s.name == decision.node)
         node = self.node_by_name[decision.node]
-        holds = len(node.pool.lookup(keys, len(keys))) if node.up else 0
+        holds = node.kv.held_prefix(keys) if node.up else 0
         if said == holds:
             return ""
         self.stats["stale_decisions"] += 1
         if said > holds:
             self.stats["stale_said_cached"] += 1
-            return f"index said {said} blocks cached on {node.name}, its pool holds {holds}"
+            return f"index said {said} blocks cached on {node.name}, it holds {holds}"
         self.stats["stale_said_missing"] += 1
-        return f"index said {said} blocks on {node.name}, its pool holds {holds} (not yet reported)"
+        return f"index said {said} blocks on {node.name}, it holds {holds} (not yet reported)"
 
     # ------------------------------------------------------------------ control-plane downtime
     def hold(self, reject: bool) -> None:

@@ -1,7 +1,7 @@
 """The block map: every KV block of every node as a cell, drawn with the Line API.
 
-Each node gets a label line (name, used %, cached-idle %, running / waiting, hit rate, DOWN
-mark) and a grid of cells. A block's *state* is told by its glyph and its *owner* (the prefix
+Each node gets a label line (name, used %, cached-idle %, its CPU tier's fill when it has one,
+running / waiting, hit rate, DOWN mark) and a grid of cells. A block's *state* is told by its glyph and its *owner* (the prefix
 group whose data it holds) by its colour, so the map reads without colour too:
 
     █ in use      ▓ pinned      ░ cached, idle (evictable)      · free      × node down
@@ -157,6 +157,7 @@ class BlockMap(Widget):
             len(node.running),
             len(node.waiting),
             self.runner.node_hits.get(node.name, (0, 0))[1],
+            len(node.kv.cpu) if node.kv.cpu is not None else -1,
         )
 
     def tick(self) -> None:
@@ -422,9 +423,12 @@ class BlockMap(Widget):
             hs = "-" if h is None else f"{round(100 * h)}%"
             r, w = len(node.running), len(node.waiting)
             scale = f" 1:{nc.k}" if nc.k > 1 else ""
+            cpu = node.kv.cpu
+            tier = f" cpu {round(100 * len(cpu) / cpu.capacity)}%" if cpu is not None else ""
             options = [
-                f" used {u}% cached {c}% run {r} wait {w} hit {hs}{scale}",
-                f" u{u}% c{c}% r{r} w{w} h{hs}{scale}",
+                f" used {u}% cached {c}%{tier} run {r} wait {w} hit {hs}{scale}",
+                f" u{u}% c{c}%{tier} r{r} w{w} h{hs}{scale}",
+                f" u{u}% c{c}%{tier} r{r} w{w}",
                 f" u{u}% c{c}% r{r} w{w}",
                 f" {u}%",
                 "",

@@ -1,0 +1,179 @@
+"""Between a node's scheduler and its KV memory, as vLLM v1's KVCacheManager stands between the
+Scheduler and the BlockPool (vllm/v1/core/kv_cache_manager.py).
+
+The scheduler asks three questions and gives three orders, and never sees a block table:
+
+- `computed(req, target)`: the longest prefix of the request already computed somewhere — GPU
+  blocks first (`get_computed_blocks`), then, after them, blocks held in the CPU tier (vLLM asks
+  its KV connector for `get_num_new_matched_tokens` beyond the GPU hit). The whole-prompt hit is
+  capped to recompute the last token when the latency model says so (vLLM caps a hit at
+  num_tokens - 1 to get logits).
+- `need(req, hit, tokens)` / `fits(hit, need)`: blocks to allocate, and whether the free queue
+  has them once the hit's idle blocks leave it (`allocate_slots` returns None otherwise).
+- `admit` takes the hit and allocates the rest (loading CPU blocks into fresh GPU blocks and
+  registering them at once); `grow` allocates more for a running request; `cache` registers
+  blocks that became full; `free` releases a request's blocks tail first.
+
+The GPU pool (`kvtui.sim.blocks.BlockPool`) and the CPU tier (`kvtui.sim.offload.CpuTier`) report
+their changes through the node's emitters as KV events with their medium; an eviction from the
+GPU hands the evicted keys to the CPU tier when there is one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from kvtui.sim.blocks import BlockPool
+from kvtui.sim.offload import CpuTier
+
+if TYPE_CHECKING:
+    from kvtui.sim.request import Request
+
+EmitStored = Callable[[str, str, tuple[int, ...], "int | None", int, str], None]
+EmitEvicted = Callable[[tuple[int, ...], tuple[str, ...], str, str], None]
+
+
+@dataclass(slots=True)
+class Hit:
+    """What a request finds already computed at admission."""
+
+    gpu: list[int]  # GPU blocks it reuses (after the last-token cap)
+    matched: int  # leading blocks found in GPU memory (before the cap)
+    loaded: int  # blocks after those, loaded from the CPU tier (after the cap)
+    tokens: int  # tokens it need not prefill: (len(gpu) + loaded) * block_size
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadSpec:
+    cpu_blocks: int
+    seconds_per_block: float  # one block's share per GPU over one GPU's host link
+
+
+class KVCacheManager:
+    __slots__ = ("pool", "cpu", "block_size", "recompute_full_hit", "_emit_evicted")
+
+    def __init__(
+        self,
+        node: str,
+        num_blocks: int,
+        block_size: int,
+        recompute_full_hit: bool,
+        emit_stored: EmitStored,
+        emit_evicted: EmitEvicted,
+        offload: OffloadSpec | None = None,
+    ):
+        self.block_size = block_size
+        self.recompute_full_hit = recompute_full_hit
+        self._emit_evicted = emit_evicted
+        self.pool = BlockPool(
+            node,
+            num_blocks,
+            block_size,
+            lambda r, g, k, p, f: emit_stored(r, g, k, p, f, "gpu"),
+            self._gpu_evicted,
+        )
+        self.cpu: CpuTier | None = None
+        if offload is not None:
+            self.cpu = CpuTier(
+                node,
+                offload.cpu_blocks,
+                offload.seconds_per_block,
+                lambda r, g, k, p, f: emit_stored(r, g, k, p, f, "cpu"),
+                lambda k, g, r: emit_evicted(k, g, r, "cpu"),
+            )
+
+    # ---------------------------------------------------------------- figures
+    @property
+    def free_count(self) -> int:
+        return len(self.pool.free_queue)
+
+    @property
+    def capacity(self) -> int:
+        """Blocks a request may ever hold: all but the pinned ones."""
+        return self.pool.num_blocks - len(self.pool.pinned)
+
+    @property
+    def version(self) -> int:
+        """Changes whenever either tier changes (a failed admission is retried only then)."""
+        return self.pool.version + (self.cpu.version if self.cpu is not None else 0)
+
+    def held_prefix(self, keys) -> int:
+        """Leading blocks of `keys` this node holds in either tier (what a precise index would say)."""
+        cached = self.pool.cached
+        cpu = self.cpu.entries if self.cpu is not None else ()
+        n = 0
+        for k in keys:
+            if k not in cached and k not in cpu:
+                break
+            n += 1
+        return n
+
+    def blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.block_size)
+
+    # ---------------------------------------------------------------- admission
+    def computed(self, req: "Request", target: int) -> Hit:
+        bs = self.block_size
+        full = target // bs
+        keys = req.block_keys
+        matched = self.pool.lookup(keys, full)
+        cap = (target - 1) // bs if self.recompute_full_hit else full
+        gpu = matched[:cap]
+        loaded = 0
+        if self.cpu is not None and len(matched) < cap:
+            loaded = self.cpu.lookup(keys, len(matched), cap)
+        return Hit(gpu, len(matched), loaded, (len(gpu) + loaded) * bs)
+
+    def need(self, req: "Request", hit: Hit, tokens: int) -> int:
+        """New GPU blocks to hold `tokens` more tokens after the hit (loaded blocks included)."""
+        return max(self.blocks_for(hit.tokens + tokens) - len(hit.gpu), 0)
+
+    def fits(self, hit: Hit, need: int) -> bool:
+        pool = self.pool
+        return need + pool.evictable_among(hit.gpu) <= len(pool.free_queue)
+
+    def admit(self, req: "Request", hit: Hit, need: int) -> float:
+        """Take the hit and allocate the rest; return the seconds the CPU blocks take to load."""
+        pool = self.pool
+        start = len(hit.gpu)
+        seconds = 0.0
+        if hit.loaded:  # read (and protect) them before the allocation below spills more to the tier
+            seconds = self.cpu.load(req.block_keys[start : start + hit.loaded])
+        pool.touch(hit.gpu)
+        req.blocks = hit.gpu + pool.allocate(need, req.group, req.id)
+        if hit.loaded:
+            pool.cache_full_blocks(req.blocks, req.block_keys, start, start + hit.loaded, req.id, req.group)
+        return seconds
+
+    # ---------------------------------------------------------------- running requests
+    def grow_need(self, req: "Request", tokens: int) -> int:
+        """More blocks `req` needs to hold `tokens` tokens in all."""
+        return self.blocks_for(tokens) - len(req.blocks)
+
+    def grow(self, req: "Request", blocks: int) -> None:
+        req.blocks.extend(self.pool.allocate(blocks, req.group, req.id))
+
+    def cache(self, req: "Request", before: int, after: int) -> None:
+        """Blocks [before, after) of the request are now full: register them."""
+        self.pool.cache_full_blocks(req.blocks, req.block_keys, before, after, req.id, req.group)
+
+    def free(self, req: "Request") -> int:
+        n = len(req.blocks)
+        self.pool.free(req.blocks)
+        req.blocks = []
+        return n
+
+    # ---------------------------------------------------------------- node life
+    def reset(self) -> None:
+        self.pool.reset()
+        if self.cpu is not None:
+            self.cpu.reset()
+
+    def pin(self, keys: list[int], group: str) -> int:
+        return self.pool.pin(keys, group)
+
+    def _gpu_evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str) -> None:
+        self._emit_evicted(keys, groups, for_request, "gpu")
+        if self.cpu is not None:
+            self.cpu.offload(keys, groups, for_request)
