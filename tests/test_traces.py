@@ -16,7 +16,8 @@ import simpy
 from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
 from kvtui.sim.request import Request
-from kvtui.sim.traces import HashChain, TraceWorkload, common_prefix, covered_keys, spread_ties
+from kvtui.sim.workload.trace import TraceWorkload, spread_ties
+from kvtui.sim.workload.trace_keys import HashChain, common_prefix, covered_keys
 
 TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
 MOONCAKE = TRACES / "mooncake" / "conversation_trace.jsonl"
@@ -39,6 +40,8 @@ def replay(
     delay=1.0,
     until=None,
     reject=lambda req: False,
+    copies=1,
+    skip_invalid=False,
 ) -> tuple[TraceWorkload, list[Request]]:
     env = simpy.Environment()
     got: list[Request] = []
@@ -52,7 +55,9 @@ def replay(
             return ev
         return env.timeout(delay, value="completed")
 
-    trace = Trace(format=fmt, path=str(path), limit=limit, start_s=start_s, time_scale=time_scale)
+    trace = Trace(
+        format=fmt, path=str(path), limit=limit, start_s=start_s, time_scale=time_scale, copies=copies, skip_invalid=skip_invalid
+    )
     wl = TraceWorkload(trace, arrival, bs, np.random.default_rng(0))
     wl.start(env, submit)
     env.run(until=until)
@@ -154,10 +159,22 @@ def weka_turn(t, n_in, ids, out=10, think=0.0):
 
 def test_weka_replays_of_one_file_are_separate_conversations(tmp_path):
     f = write_weka(tmp_path / "solo.json", [weka_turn(0, 256, [1, 2, 3, 4]), weka_turn(5, 320, [1, 2, 3, 4, 5])])
-    _, reqs = replay("weka", f, limit=4, arrival=Arrival(process="closed_loop", users=1))
+    wl, reqs = replay("weka", f, limit=4, arrival=Arrival(process="closed_loop", users=1), copies=3)
     assert [(r.session, r.turn) for r in reqs] == [("solo", 1), ("solo", 2), ("solo#2", 1), ("solo#2", 2)]
     first, again = [r for r in reqs if r.turn == 1]
     assert not set(first.block_keys) & set(again.block_keys)
+    assert "1 conversation(s) x 3 copies = 3 (2 replayed as copies" in wl.notes()[0]
+
+
+def test_weka_plays_each_conversation_once_unless_copies_are_asked_for(tmp_path):
+    """Copies used to start silently without end; with a limit above the trace's own requests,
+    the replay now ends with the trace."""
+    f = write_weka(tmp_path / "solo.json", [weka_turn(0, 256, [1, 2, 3, 4]), weka_turn(5, 320, [1, 2, 3, 4, 5])])
+    wl, reqs = replay("weka", f, limit=50, arrival=Arrival(rate=10.0))
+    assert [(r.session, r.turn) for r in reqs] == [("solo", 1), ("solo", 2)]
+    assert wl.total_requests == 2
+    _, reqs = replay("weka", f, arrival=Arrival(rate=10.0), copies=2)
+    assert [r.session for r in reqs].count("solo#2") == 2
 
 
 def test_weka_subagents_are_flattened_into_the_timeline(tmp_path):
@@ -183,7 +200,7 @@ def test_weka_subagents_are_flattened_into_the_timeline(tmp_path):
 def test_weka_rejected_turn_ends_the_conversation(tmp_path):
     f = write_weka(tmp_path / "c.json", [weka_turn(i, 64 * (i + 1), list(range(1, i + 2))) for i in range(5)])
     arrival = Arrival(process="closed_loop", users=1)
-    _, reqs = replay("weka", f, limit=5, arrival=arrival, reject=lambda r: r.turn == 2)
+    _, reqs = replay("weka", f, limit=5, arrival=arrival, reject=lambda r: r.turn == 2, copies=5)
     assert [(r.session, r.turn) for r in reqs] == [("c", 1), ("c", 2), ("c#2", 1), ("c#2", 2), ("c#3", 1)]
 
 
@@ -280,7 +297,7 @@ def test_a_directory_where_a_file_belongs(tmp_path):
         ("yesterday,12,3", "TIMESTAMP: expected"),
         ("2023-11-16 18:15:47.1,12.5,3", "ContextTokens: expected a whole number"),
         ("2023-11-16 18:15:47.1,12,-1", "GeneratedTokens: must be >= 0"),
-        ("2023-11-16 18:15:40.0,12,3", "earlier than the line before"),
+        ("2023-11-16 18:15:40.0,12,3", "earlier than the record before"),
     ],
 )
 def test_broken_azure_row(tmp_path, row, message):

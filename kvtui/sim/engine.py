@@ -78,7 +78,7 @@ class Simulation:
     def _build_workload(self):
         w = self.scenario.workload
         if w.trace is not None:
-            from kvtui.sim.traces import TraceWorkload
+            from kvtui.sim.workload.trace import TraceWorkload
 
             return TraceWorkload(w.trace, w.arrival, self.block_size, self.workload_rng)
         if w.shared_prefix is not None:
