@@ -341,3 +341,123 @@ def test_limit_caps_requests(tmp_path):
     f.write_text(jsonl(*({**GOOD, "timestamp": 1000 * i} for i in range(10))))
     wl, reqs = replay("mooncake", f, limit=4)
     assert len(reqs) == 4 and wl.requests_issued == 4
+
+
+# --------------------------------------------------------------------------- nothing dropped silently
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ('{"timestamp": NaN, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}', "finite"),
+        ('{"timestamp": Infinity, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}', "finite"),
+        ({**GOOD, "timestamp": -5}, "timestamp: must be >= 0"),
+        ({**GOOD, "output_length": 10**12}, "output_length: must be <= 10,000,000"),
+        ({**GOOD, "hash_ids": [1, 2**64]}, "hash_ids: expected a list of whole numbers in [0, 2**63)"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        ({**GOOD, "timestamp": 1e300}, "timestamp: must be <="),
+    ],
+)
+def test_impossible_mooncake_records_are_errors_with_their_line(tmp_path, bad, message):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl({**GOOD, "timestamp": 10}, bad, {**GOOD, "timestamp": 20}))
+    [(path, line, text)] = problems_of("mooncake", f)
+    assert (path, line) == (str(f), 2)
+    assert message in text
+
+
+def test_skip_invalid_skips_and_counts(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl(GOOD, {**GOOD, "timestamp": float("nan")}.__repr__(), {**GOOD, "timestamp": 2000},
+                       {**GOOD, "timestamp": 1000}, {**GOOD, "output_length": 10**12, "timestamp": 3000},
+                       {**GOOD, "timestamp": 4000}))
+    wl, reqs = replay("mooncake", f, skip_invalid=True)
+    assert [r.arrival for r in reqs] == [0.0, 2.0, 4.0]  # the bad line, the one going back, the huge one
+    assert wl.skipped == 3
+    assert "skipped 3 invalid record(s)" in wl.notes()[0]
+
+
+def test_a_trace_cut_short_by_its_limit_is_not_read_further(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl(GOOD, {**GOOD, "timestamp": 1000}, "broken"))
+    wl, reqs = replay("mooncake", f, limit=2)
+    assert len(reqs) == 2 and wl.total_requests == 2
+
+
+@pytest.mark.parametrize(
+    "fmt, text",
+    [
+        ("mooncake", ""),
+        ("mooncake", "\n\n  \n"),
+        ("azure", "TIMESTAMP,ContextTokens,GeneratedTokens\n"),
+        ("azure", ""),
+    ],
+)
+def test_empty_and_header_only_traces_are_errors(tmp_path, fmt, text):
+    f = tmp_path / "t.trace"
+    f.write_text(text)
+    [(path, _, message)] = problems_of(fmt, f)
+    assert path == str(f) and "no requests in this trace" in message
+
+
+def test_everything_skipped_is_still_an_error(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl("nope", "{"))
+    with pytest.raises(InputError) as err:
+        TraceWorkload(Trace(format="mooncake", path=str(f), skip_invalid=True), Arrival(), 16, np.random.default_rng(0))
+    assert "all 2 records were invalid and skipped" in err.value.render()
+
+
+def test_start_past_the_end_is_an_error(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl(GOOD, {**GOOD, "timestamp": 1000}))
+    with pytest.raises(InputError, match="no requests at or after start_s=5"):
+        TraceWorkload(Trace(format="mooncake", path=str(f), start_s=5), Arrival(), 16, np.random.default_rng(0))
+
+
+def test_azure_impossible_rows(tmp_path):
+    f = tmp_path / "a.csv"
+    f.write_text(
+        "2023-11-16 18:15:46.1,374,44\n"
+        "2023-11-16 18:15:47.1,12,1000000000000\n"
+        "2023-11-16 18:15:nan,12,3\n"
+        "2023-11-16 25:15:47.1,12,3\n"
+    )
+    problems = problems_of("azure", f)
+    assert [line for _, line, _ in problems] == [2, 3, 4]
+    assert "GeneratedTokens: must be <= 10,000,000" in problems[0][2]
+
+
+def test_every_weka_problem_has_its_line_in_a_pretty_printed_file(tmp_path):
+    f = tmp_path / "p.json"
+    doc = {
+        "id": "p",
+        "block_size": 64,
+        "requests": [
+            weka_turn(0, 128, [1, 2]),
+            {"t": 3, "type": "subagent", "requests": [weka_turn(0, 64, [5]), weka_turn(1, 64, [5], out=10**12)]},
+            weka_turn(float("nan"), 128, [1, 2]),
+            weka_turn(2, 128, [1, 2]),
+        ],
+    }
+    text = json.dumps(doc, indent=2)
+    f.write_text(text)
+    problems = problems_of("weka", f)
+    lines = text.splitlines()
+    assert [msg.split(":")[0] for _, _, msg in problems] == ["requests[1].requests[1]", "requests[2]", "requests[3]"]
+    for (_, line, msg), needle in zip(problems, ['"t": 1,', '"t": NaN', '"t": 2,']):
+        assert line is not None and needle in lines[line], (line, msg)  # the line after the object's brace
+    assert "out: must be <= 10,000,000" in problems[0][2]
+    assert "t: expected a finite number" in problems[1][2]
+    assert "earlier than the request before" in problems[2][2]
+
+
+def test_weka_nested_too_deep_and_skip_invalid(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"requests": [\n' + "[" * 5000 + "]" * 5000 + "\n]}")
+    [(_, line, text)] = problems_of("weka", deep)
+    assert line == 2 and "nested too deeply" in text
+    mixed = write_weka(tmp_path / "m.json", [weka_turn(0, 128, [1, 2]), weka_turn(1, -4, [1]), weka_turn(2, 192, [1, 2, 3])])
+    wl, reqs = replay("weka", mixed, skip_invalid=True)
+    assert [r.prompt_tokens for r in reqs] == [128, 192] and wl.skipped == 1
+    empty = write_weka(tmp_path / "e.json", [])
+    [(_, _, text)] = problems_of("weka", empty)
+    assert "no requests" in text

@@ -19,8 +19,15 @@ def main(argv: list[str]) -> int:
 
         from kvtui.sim.workload.trace import TraceWorkload
 
-        TraceWorkload(scenario.workload.trace, scenario.workload.arrival, scenario.cluster.block_size, np.random.default_rng(0))
+        workload = TraceWorkload(
+            scenario.workload.trace, scenario.workload.arrival, scenario.cluster.block_size, np.random.default_rng(0)
+        )
+        notes = workload.notes()
+    else:
+        notes = []
     print(f"{args.scenario}: ok ({scenario.name}: {len(scenario.cluster.nodes)} nodes, policy {scenario.router.policy})")
+    for line in notes:
+        print(f"  {line}")
     return 0
 
 

@@ -12,6 +12,7 @@ numbers (or none) cannot shift the workload's draws.
 
 from __future__ import annotations
 
+from typing import Callable
 
 import numpy as np
 import simpy
@@ -29,6 +30,7 @@ from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
+from kvtui.sim.progress import PROGRESS_EVERY
 from kvtui.sim.deployment import build_latency, node_capacity
 from kvtui.sim.request import Request
 from kvtui.sim.router.router import Router
@@ -234,7 +236,18 @@ class Simulation:
             if not self._advance():
                 return
 
-    def run(self) -> "Simulation":
+    def run(self, progress: Callable[["Simulation"], None] | None = None, every: int = PROGRESS_EVERY) -> "Simulation":
+        """Run to the end; `progress(self)` is called every `every` events and once at the end
+        (for a display outside the engine: see `kvtui.sim.progress`)."""
+        if progress is None:
+            while self._advance():
+                pass
+            return self
+        n = 0
         while self._advance():
-            pass
+            n += 1
+            if n >= every:
+                n = 0
+                progress(self)
+        progress(self)
         return self
