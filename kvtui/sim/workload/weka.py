@@ -102,7 +102,7 @@ class WekaReader:
         try:
             hash_block = integer(doc, "block_size", 1, MAX_HASH_BLOCK) if "block_size" in doc else WEKA_DEFAULT_HASH_BLOCK
         except Bad as bad:
-            raise InputError.one(path, line_of(data, ("block_size",)), f"block_size: {bad}") from None
+            raise InputError.one(path, line_of(data, ("block_size",)), str(bad)) from None
         conv_id = doc.get("id")
         conv_id = conv_id if isinstance(conv_id, str) and conv_id else Path(path).stem
         requests: list[TraceRequest] = []
@@ -111,7 +111,7 @@ class WekaReader:
             raise InputError([(path, line_of(data, where), msg) for where, msg in located[:MAX_PROBLEMS]])
         if not requests:
             why = f" (all {problems.skipped} invalid and skipped)" if problems.skipped else ""
-            raise InputError.one(path, 1 if data.count(b"\n") <= 1 else None, f"a conversation with no requests{why}")
+            raise InputError.one(path, line_of(data, ("requests",)), f"a conversation with no requests{why}")
         requests.sort(key=lambda r: r.t)
         origin = requests[0].t  # the conversation starts with its first request
         for rec in requests:
