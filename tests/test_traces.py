@@ -461,3 +461,51 @@ def test_weka_nested_too_deep_and_skip_invalid(tmp_path):
     empty = write_weka(tmp_path / "e.json", [])
     [(_, _, text)] = problems_of("weka", empty)
     assert "no requests" in text
+
+
+# --------------------------------------------------------------------------- the trace scenarios
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+TRACE_SCENARIOS = ["mooncake-conversation", "mooncake-synthetic", "azure-conv", "azure-code", "agentic"]
+
+
+@pytest.mark.parametrize("name", TRACE_SCENARIOS)
+def test_trace_scenario_without_its_data_fails_with_file_and_line(tmp_path, capsys, name):
+    from kvtui.cli import main
+
+    text = (SCENARIOS / f"{name}.yaml").read_text()
+    assert "licence" in text and "Source:" in text
+    copy = tmp_path / f"{name}.yaml"  # beside no shared/data: the relative path finds nothing
+    copy.write_text(text)
+    for command in ("validate", "run"):
+        assert main([command, str(copy)]) == 2
+        err = capsys.readouterr().err
+        line = next(i for i, row in enumerate(text.splitlines(), start=1) if row.strip().startswith("path:"))
+        assert err.startswith(f"{copy}:{line}: workload.trace.path: trace ") and "not found" in err
+
+
+@needs_data
+@pytest.mark.parametrize("name", TRACE_SCENARIOS)
+def test_trace_scenarios_validate(capsys, name):
+    from kvtui.cli import main
+
+    assert main(["validate", str(SCENARIOS / f"{name}.yaml")]) == 0
+    if name == "agentic":
+        assert "12 conversation(s) x 1 copy = 12" in capsys.readouterr().out
+
+
+def test_validate_and_run_report_skipped_records(tmp_path, capsys):
+    from kvtui.cli import main
+
+    (tmp_path / "t.jsonl").write_text(jsonl(GOOD, "garbage", {**GOOD, "timestamp": 1000}))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: skip\ncluster: {nodes: [{name: a, kv_blocks: 512}]}\n"
+        "workload:\n  trace: {format: mooncake, path: t.jsonl, skip_invalid: true}\n"
+    )
+    assert main(["validate", str(scenario)]) == 0
+    assert "skipped 1 invalid record(s)" in capsys.readouterr().out
+    assert main(["run", str(scenario)]) == 0
+    assert "skipped 1 invalid record(s)" in capsys.readouterr().err
+    scenario.write_text(scenario.read_text().replace(", skip_invalid: true", ""))
+    assert main(["validate", str(scenario)]) == 2
+    assert f"{tmp_path / 't.jsonl'}:2: not valid JSON" in capsys.readouterr().err
