@@ -16,7 +16,8 @@ import simpy
 from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
 from kvtui.sim.request import Request
-from kvtui.sim.traces import HashChain, TraceWorkload, common_prefix, covered_keys, spread_ties
+from kvtui.sim.workload.trace import TraceWorkload, spread_ties
+from kvtui.sim.workload.trace_keys import HashChain, common_prefix, covered_keys
 
 TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
 MOONCAKE = TRACES / "mooncake" / "conversation_trace.jsonl"
@@ -39,6 +40,8 @@ def replay(
     delay=1.0,
     until=None,
     reject=lambda req: False,
+    copies=1,
+    skip_invalid=False,
 ) -> tuple[TraceWorkload, list[Request]]:
     env = simpy.Environment()
     got: list[Request] = []
@@ -52,7 +55,9 @@ def replay(
             return ev
         return env.timeout(delay, value="completed")
 
-    trace = Trace(format=fmt, path=str(path), limit=limit, start_s=start_s, time_scale=time_scale)
+    trace = Trace(
+        format=fmt, path=str(path), limit=limit, start_s=start_s, time_scale=time_scale, copies=copies, skip_invalid=skip_invalid
+    )
     wl = TraceWorkload(trace, arrival, bs, np.random.default_rng(0))
     wl.start(env, submit)
     env.run(until=until)
@@ -154,10 +159,22 @@ def weka_turn(t, n_in, ids, out=10, think=0.0):
 
 def test_weka_replays_of_one_file_are_separate_conversations(tmp_path):
     f = write_weka(tmp_path / "solo.json", [weka_turn(0, 256, [1, 2, 3, 4]), weka_turn(5, 320, [1, 2, 3, 4, 5])])
-    _, reqs = replay("weka", f, limit=4, arrival=Arrival(process="closed_loop", users=1))
+    wl, reqs = replay("weka", f, limit=4, arrival=Arrival(process="closed_loop", users=1), copies=3)
     assert [(r.session, r.turn) for r in reqs] == [("solo", 1), ("solo", 2), ("solo#2", 1), ("solo#2", 2)]
     first, again = [r for r in reqs if r.turn == 1]
     assert not set(first.block_keys) & set(again.block_keys)
+    assert "1 conversation(s) x 3 copies = 3 (2 replayed as copies" in wl.notes()[0]
+
+
+def test_weka_plays_each_conversation_once_unless_copies_are_asked_for(tmp_path):
+    """Copies used to start silently without end; with a limit above the trace's own requests,
+    the replay now ends with the trace."""
+    f = write_weka(tmp_path / "solo.json", [weka_turn(0, 256, [1, 2, 3, 4]), weka_turn(5, 320, [1, 2, 3, 4, 5])])
+    wl, reqs = replay("weka", f, limit=50, arrival=Arrival(rate=10.0))
+    assert [(r.session, r.turn) for r in reqs] == [("solo", 1), ("solo", 2)]
+    assert wl.total_requests == 2
+    _, reqs = replay("weka", f, arrival=Arrival(rate=10.0), copies=2)
+    assert [r.session for r in reqs].count("solo#2") == 2
 
 
 def test_weka_subagents_are_flattened_into_the_timeline(tmp_path):
@@ -183,7 +200,7 @@ def test_weka_subagents_are_flattened_into_the_timeline(tmp_path):
 def test_weka_rejected_turn_ends_the_conversation(tmp_path):
     f = write_weka(tmp_path / "c.json", [weka_turn(i, 64 * (i + 1), list(range(1, i + 2))) for i in range(5)])
     arrival = Arrival(process="closed_loop", users=1)
-    _, reqs = replay("weka", f, limit=5, arrival=arrival, reject=lambda r: r.turn == 2)
+    _, reqs = replay("weka", f, limit=5, arrival=arrival, reject=lambda r: r.turn == 2, copies=5)
     assert [(r.session, r.turn) for r in reqs] == [("c", 1), ("c", 2), ("c#2", 1), ("c#2", 2), ("c#3", 1)]
 
 
@@ -280,7 +297,7 @@ def test_a_directory_where_a_file_belongs(tmp_path):
         ("yesterday,12,3", "TIMESTAMP: expected"),
         ("2023-11-16 18:15:47.1,12.5,3", "ContextTokens: expected a whole number"),
         ("2023-11-16 18:15:47.1,12,-1", "GeneratedTokens: must be >= 0"),
-        ("2023-11-16 18:15:40.0,12,3", "earlier than the line before"),
+        ("2023-11-16 18:15:40.0,12,3", "earlier than the record before"),
     ],
 )
 def test_broken_azure_row(tmp_path, row, message):
@@ -324,3 +341,171 @@ def test_limit_caps_requests(tmp_path):
     f.write_text(jsonl(*({**GOOD, "timestamp": 1000 * i} for i in range(10))))
     wl, reqs = replay("mooncake", f, limit=4)
     assert len(reqs) == 4 and wl.requests_issued == 4
+
+
+# --------------------------------------------------------------------------- nothing dropped silently
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ('{"timestamp": NaN, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}', "finite"),
+        ('{"timestamp": Infinity, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}', "finite"),
+        ({**GOOD, "timestamp": -5}, "timestamp: must be >= 0"),
+        ({**GOOD, "output_length": 10**12}, "output_length: must be <= 10,000,000"),
+        ({**GOOD, "hash_ids": [1, 2**64]}, "hash_ids: expected a list of whole numbers in [0, 2**63)"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        ({**GOOD, "timestamp": 1e300}, "timestamp: must be <="),
+    ],
+)
+def test_impossible_mooncake_records_are_errors_with_their_line(tmp_path, bad, message):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl({**GOOD, "timestamp": 10}, bad, {**GOOD, "timestamp": 20}))
+    [(path, line, text)] = problems_of("mooncake", f)
+    assert (path, line) == (str(f), 2)
+    assert message in text
+
+
+def test_skip_invalid_skips_and_counts(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl(GOOD, {**GOOD, "timestamp": float("nan")}.__repr__(), {**GOOD, "timestamp": 2000},
+                       {**GOOD, "timestamp": 1000}, {**GOOD, "output_length": 10**12, "timestamp": 3000},
+                       {**GOOD, "timestamp": 4000}))
+    wl, reqs = replay("mooncake", f, skip_invalid=True)
+    assert [r.arrival for r in reqs] == [0.0, 2.0, 4.0]  # the bad line, the one going back, the huge one
+    assert wl.skipped == 3
+    assert "skipped 3 invalid record(s)" in wl.notes()[0]
+
+
+def test_a_trace_cut_short_by_its_limit_is_not_read_further(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl(GOOD, {**GOOD, "timestamp": 1000}, "broken"))
+    wl, reqs = replay("mooncake", f, limit=2)
+    assert len(reqs) == 2 and wl.total_requests == 2
+
+
+@pytest.mark.parametrize(
+    "fmt, text",
+    [
+        ("mooncake", ""),
+        ("mooncake", "\n\n  \n"),
+        ("azure", "TIMESTAMP,ContextTokens,GeneratedTokens\n"),
+        ("azure", ""),
+    ],
+)
+def test_empty_and_header_only_traces_are_errors(tmp_path, fmt, text):
+    f = tmp_path / "t.trace"
+    f.write_text(text)
+    [(path, _, message)] = problems_of(fmt, f)
+    assert path == str(f) and "no requests in this trace" in message
+
+
+def test_everything_skipped_is_still_an_error(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl("nope", "{"))
+    with pytest.raises(InputError) as err:
+        TraceWorkload(Trace(format="mooncake", path=str(f), skip_invalid=True), Arrival(), 16, np.random.default_rng(0))
+    assert "all 2 records were invalid and skipped" in err.value.render()
+
+
+def test_start_past_the_end_is_an_error(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text(jsonl(GOOD, {**GOOD, "timestamp": 1000}))
+    with pytest.raises(InputError, match="no requests at or after start_s=5"):
+        TraceWorkload(Trace(format="mooncake", path=str(f), start_s=5), Arrival(), 16, np.random.default_rng(0))
+
+
+def test_azure_impossible_rows(tmp_path):
+    f = tmp_path / "a.csv"
+    f.write_text(
+        "2023-11-16 18:15:46.1,374,44\n"
+        "2023-11-16 18:15:47.1,12,1000000000000\n"
+        "2023-11-16 18:15:nan,12,3\n"
+        "2023-11-16 25:15:47.1,12,3\n"
+    )
+    problems = problems_of("azure", f)
+    assert [line for _, line, _ in problems] == [2, 3, 4]
+    assert "GeneratedTokens: must be <= 10,000,000" in problems[0][2]
+
+
+def test_every_weka_problem_has_its_line_in_a_pretty_printed_file(tmp_path):
+    f = tmp_path / "p.json"
+    doc = {
+        "id": "p",
+        "block_size": 64,
+        "requests": [
+            weka_turn(0, 128, [1, 2]),
+            {"t": 3, "type": "subagent", "requests": [weka_turn(0, 64, [5]), weka_turn(1, 64, [5], out=10**12)]},
+            weka_turn(float("nan"), 128, [1, 2]),
+            weka_turn(2, 128, [1, 2]),
+        ],
+    }
+    text = json.dumps(doc, indent=2)
+    f.write_text(text)
+    problems = problems_of("weka", f)
+    lines = text.splitlines()
+    assert [msg.split(":")[0] for _, _, msg in problems] == ["requests[1].requests[1]", "requests[2]", "requests[3]"]
+    for (_, line, msg), needle in zip(problems, ['"t": 1,', '"t": NaN', '"t": 2,']):
+        assert line is not None and needle in lines[line], (line, msg)  # the line after the object's brace
+    assert "out: must be <= 10,000,000" in problems[0][2]
+    assert "t: expected a finite number" in problems[1][2]
+    assert "earlier than the request before" in problems[2][2]
+
+
+def test_weka_nested_too_deep_and_skip_invalid(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"requests": [\n' + "[" * 5000 + "]" * 5000 + "\n]}")
+    [(_, line, text)] = problems_of("weka", deep)
+    assert line == 2 and "nested too deeply" in text
+    mixed = write_weka(tmp_path / "m.json", [weka_turn(0, 128, [1, 2]), weka_turn(1, -4, [1]), weka_turn(2, 192, [1, 2, 3])])
+    wl, reqs = replay("weka", mixed, skip_invalid=True)
+    assert [r.prompt_tokens for r in reqs] == [128, 192] and wl.skipped == 1
+    empty = write_weka(tmp_path / "e.json", [])
+    [(_, _, text)] = problems_of("weka", empty)
+    assert "no requests" in text
+
+
+# --------------------------------------------------------------------------- the trace scenarios
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+TRACE_SCENARIOS = ["mooncake-conversation", "mooncake-synthetic", "azure-conv", "azure-code", "agentic"]
+
+
+@pytest.mark.parametrize("name", TRACE_SCENARIOS)
+def test_trace_scenario_without_its_data_fails_with_file_and_line(tmp_path, capsys, name):
+    from kvtui.cli import main
+
+    text = (SCENARIOS / f"{name}.yaml").read_text()
+    assert "licence" in text and "Source:" in text
+    copy = tmp_path / f"{name}.yaml"  # beside no shared/data: the relative path finds nothing
+    copy.write_text(text)
+    for command in ("validate", "run"):
+        assert main([command, str(copy)]) == 2
+        err = capsys.readouterr().err
+        line = next(i for i, row in enumerate(text.splitlines(), start=1) if row.strip().startswith("path:"))
+        assert err.startswith(f"{copy}:{line}: workload.trace.path: trace ") and "not found" in err
+
+
+@needs_data
+@pytest.mark.parametrize("name", TRACE_SCENARIOS)
+def test_trace_scenarios_validate(capsys, name):
+    from kvtui.cli import main
+
+    assert main(["validate", str(SCENARIOS / f"{name}.yaml")]) == 0
+    if name == "agentic":
+        assert "12 conversation(s) x 1 copy = 12" in capsys.readouterr().out
+
+
+def test_validate_and_run_report_skipped_records(tmp_path, capsys):
+    from kvtui.cli import main
+
+    (tmp_path / "t.jsonl").write_text(jsonl(GOOD, "garbage", {**GOOD, "timestamp": 1000}))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: skip\ncluster: {nodes: [{name: a, kv_blocks: 512}]}\n"
+        "workload:\n  trace: {format: mooncake, path: t.jsonl, skip_invalid: true}\n"
+    )
+    assert main(["validate", str(scenario)]) == 0
+    assert "skipped 1 invalid record(s)" in capsys.readouterr().out
+    assert main(["run", str(scenario)]) == 0
+    assert "skipped 1 invalid record(s)" in capsys.readouterr().err
+    scenario.write_text(scenario.read_text().replace(", skip_invalid: true", ""))
+    assert main(["validate", str(scenario)]) == 2
+    assert f"{tmp_path / 't.jsonl'}:2: not valid JSON" in capsys.readouterr().err

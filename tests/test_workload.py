@@ -12,7 +12,7 @@ import simpy
 
 from kvtui.scenario.model import Arrival, Dist, PrefixGroup, RatePoint, Workload, fixed
 from kvtui.sim.distributions import sample, sample_int
-from kvtui.sim.hashing import chain_keys
+from kvtui.sim.workload.hashing import chain_keys
 from kvtui.sim.request import Request
 from kvtui.sim.workload import Conversation, SyntheticWorkload, rate_at
 

@@ -202,7 +202,7 @@ def test_slo_reaches_the_request_synthetic_groups():
 
 
 def test_slo_reaches_the_request_trace():
-    from kvtui.sim.traces import TraceWorkload
+    from kvtui.sim.workload.trace import TraceWorkload
 
     trace = Trace(format="mooncake", path=str(SCENARIOS / "traces" / "mooncake-conversation-400.jsonl"), limit=3,
                   slo=SLO(tpot_ms=40), sheddable=True)

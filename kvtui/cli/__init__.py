@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "record": ("kvtui.tui.record:record_main", "record SCENARIO", "render the app after N steps to an SVG"),
     "validate": ("kvtui.cli.validate:main", "validate SCENARIO", "check a scenario file: exit 0, or 2 with every problem"),
     "schema": ("kvtui.cli.validate:schema_main", "schema", "print the JSON Schema of scenario files"),
+    "trace": ("kvtui.cli.trace:main", "trace stats FILE", "a trace's shape, reuse and LRU hit rate per cache capacity"),
     "profiles": ("kvtui.cli.profiles:main", "profiles [SCENARIO]", "hardware and model profiles with their sources"),
     "wal": ("kvtui.store.commands:wal_main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
 }

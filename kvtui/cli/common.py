@@ -58,15 +58,21 @@ def check_policy(name: str | None) -> None:
         raise UsageError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
 
 
-def run_once(scenario, seed: int | None = None, policy: str | None = None) -> tuple[object, dict]:
-    """Run a scenario to the end; return the simulation and its result document."""
+def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None) -> tuple[object, dict]:
+    """Run a scenario to the end; return the simulation and its result document.
+
+    A run that takes more than a second shows a progress bar on stderr when it is a terminal
+    (`kvtui.cli.progress`); `label` names the run there.
+    """
+    from kvtui.cli.progress import progress_bar
     from kvtui.sim.engine import Simulation
     from kvtui.sim.result import result_document
 
     t0 = time.perf_counter()
     sim = Simulation(scenario, seed=seed, policy=policy)
     try:
-        sim.run()
+        with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})") as progress:
+            sim.run(progress=progress)
         wall = time.perf_counter() - t0
         return sim, result_document(sim, wall)
     finally:
@@ -81,3 +87,12 @@ def write_json(path: str, doc: dict) -> None:
         tmp.replace(target)
     except OSError as e:
         raise InputError.one(path, None, f"cannot write the result: {e.strerror}") from None
+
+
+def print_workload_notes(sim) -> None:
+    """What the workload says the user must know (skipped trace records, weka copies), on stderr."""
+    import sys
+
+    notes = getattr(getattr(sim, "workload", None), "notes", None)
+    for line in notes() if notes is not None else ():
+        print(line, file=sys.stderr)

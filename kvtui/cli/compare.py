@@ -3,7 +3,7 @@ steps of a QPS ladder, one row each."""
 
 from __future__ import annotations
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, run_once, write_json
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
 
 
 def _parse_sweep(text: str) -> tuple[str, list[str]]:
@@ -78,6 +78,7 @@ def main(argv: list[str]) -> int:
     for name in policies:
         check_policy(name)
     runs: list[dict] = []
+    sim = None
     if args.ladder is not None:
         rates = _ladder_rates(args, load(args))
         for rate in rates:
@@ -86,7 +87,7 @@ def main(argv: list[str]) -> int:
                 args.scenario, [*args.overrides, f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"]
             )
             for name in policies:
-                _, doc = run_once(scenario, args.seed, name)
+                sim, doc = run_once(scenario, args.seed, name, label=f"{rate:g} req/s {name or scenario.router.policy}")
                 doc["ladder"] = {"rate": rate}
                 runs.append(doc)
         print_table(ladder_tables(runs))
@@ -95,7 +96,7 @@ def main(argv: list[str]) -> int:
         for value in values:
             scenario = load_scenario(args.scenario, [*args.overrides, f"{key}={value}"])
             for name in policies:
-                _, doc = run_once(scenario, args.seed, name)
+                sim, doc = run_once(scenario, args.seed, name, label=f"{key}={value} {name or scenario.router.policy}")
                 doc["label"] = f"{key.rsplit('.', 1)[-1]}={value}" + (f" {doc['policy']}" if len(policies) > 1 else "")
                 doc["sweep"] = {"key": key, "value": value}
                 runs.append(doc)
@@ -103,9 +104,10 @@ def main(argv: list[str]) -> int:
     else:
         scenario = load(args)
         for name in policies:
-            _, doc = run_once(scenario, args.seed, name)
+            sim, doc = run_once(scenario, args.seed, name)
             runs.append(doc)
         print_table(compare_table(runs))
+    print_workload_notes(sim)  # the same workload in every run: its notes once
     if args.json:
         write_json(args.json, {"runs": runs})
     return 0

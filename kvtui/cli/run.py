@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvtui.cli.common import Parser, add_run_options, check_policy, load, run_once, write_json
+from kvtui.cli.common import Parser, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
 
 
 def main(argv: list[str]) -> int:
@@ -14,7 +14,8 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     check_policy(args.policy)
     scenario = load(args)
-    _, doc = run_once(scenario, args.seed, args.policy)
+    sim, doc = run_once(scenario, args.seed, args.policy)
+    print_workload_notes(sim)
     print_table(run_table(doc))
     if args.json:
         write_json(args.json, doc)

@@ -17,10 +17,17 @@ def main(argv: list[str]) -> int:
         # Read the whole trace now, so a broken line is reported here rather than mid-run.
         import numpy as np
 
-        from kvtui.sim.traces import TraceWorkload
+        from kvtui.sim.workload.trace import TraceWorkload
 
-        TraceWorkload(scenario.workload.trace, scenario.workload.arrival, scenario.cluster.block_size, np.random.default_rng(0))
+        workload = TraceWorkload(
+            scenario.workload.trace, scenario.workload.arrival, scenario.cluster.block_size, np.random.default_rng(0)
+        )
+        notes = workload.notes()
+    else:
+        notes = []
     print(f"{args.scenario}: ok ({scenario.name}: {len(scenario.cluster.nodes)} nodes, policy {scenario.router.policy})")
+    for line in notes:
+        print(f"  {line}")
     return 0
 
 

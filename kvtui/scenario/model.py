@@ -126,6 +126,13 @@ class Trace:
     limit: int | None = field(default=None, metadata=doc("replay at most this many requests", min=1))
     time_scale: float = field(default=1.0, metadata=doc("multiply inter-arrival gaps by this", min=0.0001))
     start_s: float = field(default=0.0, metadata=doc("skip the trace's first seconds", min=0))
+    skip_invalid: bool = field(
+        default=False, metadata=doc("skip invalid records (and say how many) instead of stopping with their lines")
+    )
+    copies: int = field(
+        default=1,
+        metadata=doc("weka: play each conversation this many times; copies get keys of their own", min=1, max=1000),
+    )
     slo: SLO | None = field(default=None, metadata=doc("latency objectives of every replayed request"))
     sheddable: bool = field(
         default=False, metadata=doc("priority class: may be rejected instead of queued when no node can meet its SLO")

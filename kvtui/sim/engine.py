@@ -12,6 +12,7 @@ numbers (or none) cannot shift the workload's draws.
 
 from __future__ import annotations
 
+from typing import Callable
 
 import numpy as np
 import simpy
@@ -29,6 +30,7 @@ from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
+from kvtui.sim.progress import PROGRESS_EVERY
 from kvtui.sim.deployment import build_latency, node_capacity, node_offload
 from kvtui.sim.request import Request
 from kvtui.sim.router.router import Router
@@ -86,7 +88,7 @@ class Simulation:
     def _build_workload(self):
         w = self.scenario.workload
         if w.trace is not None:
-            from kvtui.sim.traces import TraceWorkload
+            from kvtui.sim.workload.trace import TraceWorkload
 
             return TraceWorkload(w.trace, w.arrival, self.block_size, self.workload_rng)
         if w.shared_prefix is not None:
@@ -242,7 +244,18 @@ class Simulation:
             if not self._advance():
                 return
 
-    def run(self) -> "Simulation":
+    def run(self, progress: Callable[["Simulation"], None] | None = None, every: int = PROGRESS_EVERY) -> "Simulation":
+        """Run to the end; `progress(self)` is called every `every` events and once at the end
+        (for a display outside the engine: see `kvtui.sim.progress`)."""
+        if progress is None:
+            while self._advance():
+                pass
+            return self
+        n = 0
         while self._advance():
-            pass
+            n += 1
+            if n >= every:
+                n = 0
+                progress(self)
+        progress(self)
         return self

@@ -5,8 +5,10 @@
 - `synthetic`: multi-turn sessions in prefix groups (`workload.groups`).
 - `shared_prefix`: inference-perf's shared-prefix generator (`workload.shared_prefix`).
 - `slo`: the SLO fields every workload puts on its requests.
-
-Trace replay (`workload.trace`) lives in `kvtui.sim.traces` and uses the arrivals from here.
+- `hashing`: chained block keys (vLLM's prefix caching) and the one copy of the splitmix64 mix.
+- Trace replay (`workload.trace`): `trace` (the workload), `reader` (what the readers share),
+  `mooncake`, `azure`, `weka` (one streamed reader per format), `trace_keys` (hash ids to
+  block keys), `trace_stats` (`kvtui trace stats`: what hit rate a trace allows).
 """
 
 from kvtui.sim.workload.arrivals import IDLE_RETRY_S, Submit, rate_at, start_arrivals

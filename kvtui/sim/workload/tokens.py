@@ -1,7 +1,7 @@
 """Token ids and the incrementally hashed token history of a conversation.
 
 Shared text has shared token ids and unrelated text has fresh random ones, so the chained block
-keys (`kvtui.sim.hashing.chain_keys`, after vLLM's prefix caching) find exactly the reuse a real
+keys (`kvtui.sim.workload.hashing.chain_keys`, after vLLM's prefix caching) find exactly the reuse a real
 prefix cache would.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvtui.sim.hashing import chain_keys
+from kvtui.sim.workload.hashing import chain_keys
 
 TOKEN_ID_RANGE = 2**31
 """Token ids are drawn from [0, 2**31): far more than any vocabulary, so two unrelated texts

@@ -9,6 +9,9 @@ exactly the reusable prefix. A partial last block is never keyed.
 vLLM hashes with sha256 (or the builtin hash). kvtui's keys must be stable across processes
 (Python's own hash of bytes is salted per process, which would break determinism and the
 on-disk store), so they are computed from fixed arithmetic: see `chain_keys`.
+
+This is the one place the splitmix64 constants live: `splitmix` (one Python int) and `mix64`
+(a numpy array) share them, and the trace keys (`trace_keys`) mix with `mix64`.
 """
 
 from __future__ import annotations
@@ -30,15 +33,25 @@ def _digest(parent: int | None, payload: bytes) -> int:
 
 
 _M64 = 0xFFFFFFFFFFFFFFFF
-_GOLDEN = 0x9E3779B97F4A7C15
+GOLDEN = 0x9E3779B97F4A7C15
+"""splitmix64's increment (2**64 / the golden ratio, odd)."""
+_MUL1 = 0xBF58476D1CE4E5B9
+_MUL2 = 0x94D049BB133111EB
 
 
 def _splitmix(x: int) -> int:
-    """splitmix64's finaliser: a cheap bijective mix of a 64-bit integer."""
-    x = (x + _GOLDEN) & _M64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    """splitmix64's step on one int: add the increment, then the finaliser (bijective)."""
+    x = (x + GOLDEN) & _M64
+    x = ((x ^ (x >> 30)) * _MUL1) & _M64
+    x = ((x ^ (x >> 27)) * _MUL2) & _M64
     return x ^ (x >> 31)
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser over a uint64 array (no increment): distinct inputs stay distinct."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(_MUL1)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(_MUL2)
+    return x ^ (x >> np.uint64(31))
 
 
 def _position_weights(n: int) -> np.ndarray:
@@ -66,7 +79,7 @@ def chain_keys(tokens: np.ndarray, block_size: int, parent: int | None = None) -
     if weights is None:
         weights = _WEIGHTS[block_size] = _position_weights(block_size)
     x = data[: full * block_size].astype(np.uint64).reshape(full, block_size)
-    x = (x + np.uint64(_GOLDEN)) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x + np.uint64(GOLDEN)) * np.uint64(_MUL1)
     x ^= x >> np.uint64(29)
     content = (x * weights).sum(axis=1, dtype=np.uint64).tolist()
     key = _ROOT_KEY if parent is None else parent

@@ -1,0 +1,73 @@
+"""The progress bar of headless runs: Rich, on stderr, only on a terminal, only when it is slow.
+
+The engine stays free of Rich: `Simulation.run(progress=...)` calls back with the simulation and
+`kvtui.sim.progress.progress_of` says how far it is. The bar appears once a run has taken
+SHOW_AFTER_S of wall time (a quick run prints nothing extra) and disappears when it ends
+(transient), so stdout (the table, --json) is never touched. With stderr not a terminal
+(piped, CI) there is no bar at all.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+SHOW_AFTER_S = 1.0
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool | None = None) -> Iterator[Callable | None]:
+    """Yield a callback for `Simulation.run(progress=...)`, or None when no bar is wanted."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        yield None
+        return
+    bar = _Bar(label)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
+class _Bar:
+    def __init__(self, label: str):
+        self.label = label
+        self.began = time.perf_counter()
+        self.progress = None
+        self.task = None
+
+    def update(self, sim) -> None:
+        from kvtui.sim.progress import progress_of
+
+        if self.progress is None:
+            if time.perf_counter() - self.began < SHOW_AFTER_S:
+                return
+            self._open()
+        p = progress_of(sim)
+        self.progress.update(
+            self.task, completed=p.done, total=p.total, unit=p.unit, now=f"t={sim.now:,.1f}s"
+        )
+
+    def _open(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[unit]}  {task.fields[now]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task(self.label, total=None, unit="", now="")
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
