@@ -66,7 +66,7 @@ def _backend(args):
 
 def main(argv: list[str]) -> int:
     from kvtui.sweep.driver import load_lines, run_sweep, start_fresh
-    from kvtui.sweep.grid import GridError, expand, parse_axes
+    from kvtui.sweep.grid import GridError, expand, parse_axes, shadowed_rate
 
     args = _parser().parse_args(argv)
     policies = [x for x in (args.policies or "").split(",") if x] or [None]
@@ -79,10 +79,14 @@ def main(argv: list[str]) -> int:
         specs = expand(args.scenarios, axes, policies, args.seeds, args.overrides, args.seed)
     except GridError as e:
         raise UsageError(str(e)) from None
+    for path in args.scenarios:
+        note = shadowed_rate(path, args.overrides, axes)
+        if note:
+            print(note, file=sys.stderr)
     if args.fresh:
         start_fresh(jsonl)
     cells = len(specs) // max(1, args.seeds)
-    print(f"sweep: {len(specs)} runs ({cells} cells x {args.seeds} seeds) on {backend.describe()} -> {jsonl}", file=sys.stderr)
+    print(f"sweep: {len(specs)} runs ({cells} cells x {args.seeds} seeds) {backend.describe()} -> {jsonl}", file=sys.stderr)
     with _progress_bar() as bar:
         result = run_sweep(specs, backend, jsonl, args.retry_failed, bar.update)
     lines = load_lines(jsonl)

@@ -91,6 +91,25 @@ def base_seed(path: str, overrides: list[str], seed: int | None) -> int:
     return int(seed) if seed is not None else int(scenario.seed)
 
 
+def shadowed_rate(path: str, overrides: list[str], axes: list[Axis]) -> str | None:
+    """A note when a grid over `workload.arrival.rate` would change nothing: a rate schedule in
+    the file overrides the rate from its first step (`compare --ladder` drops it the same way)."""
+    if not any(a.key == "workload.arrival.rate" for a in axes):
+        return None
+    if any(a.key == "workload.arrival.schedule" for a in axes):
+        return None
+    from kvtui.scenario import load_scenario
+
+    schedule = load_scenario(path, overrides).workload.arrival.schedule
+    if not schedule:
+        return None
+    first = min(p.at for p in schedule)
+    return (
+        f"note: {path} has a workload.arrival.schedule that replaces workload.arrival.rate from "
+        f"t={first:g} s on; add --set 'workload.arrival.schedule=[]' for a flat rate per grid value"
+    )
+
+
 def expand(
     scenarios: list[str],
     axes: list[Axis],

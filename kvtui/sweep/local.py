@@ -51,7 +51,7 @@ class LocalBackend:
         self.workers = max(1, workers)
 
     def describe(self) -> str:
-        return "in this process" if self.workers == 1 else f"{self.workers} local worker processes"
+        return "in this process" if self.workers == 1 else f"on {self.workers} local worker processes"
 
     def run(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
         if self.workers == 1:

@@ -45,8 +45,8 @@ class RayBackend:
 
     def describe(self) -> str:
         if self.address:
-            return f"Ray cluster at {self.address}"
-        return f"a local Ray instance with {self.workers} CPUs"
+            return f"on the Ray cluster at {self.address}"
+        return f"on a local Ray instance with {self.workers} CPUs"
 
     def _connect(self) -> None:
         ray = self.ray
