@@ -187,6 +187,17 @@ def test_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert "1 failed" in p.stderr and "(1 failed)" in p.stdout
 
 
+def test_resume_keeps_failed_runs_unless_retry_failed(tmp_path):
+    out = tmp_path / "rf.jsonl"
+    specs = expand([PRESSURE], parse_axes(["cluster.nodes.0.kv_blocks=64,-1"]), [None], 1, SMALL[1::2])
+    assert run_sweep(specs, LocalBackend(1), out).progress.failed == 1
+    assert run_sweep(specs, LocalBackend(1), out).progress.skipped == 2
+    again = Counting(1)
+    result = run_sweep(specs, again, out, retry_failed=True)
+    assert again.asked == [1] and result.progress.failed == 1  # still invalid: recorded again
+    assert len(out.read_text().splitlines()) == 2
+
+
 def test_csv_output(reference, tmp_path):
     out = tmp_path / "c.csv"
     p = kvtui("sweep", PRESSURE, *SMALL, "--grid", "workload.arrival.rate=1", "--workers", "1", "--out", str(out))

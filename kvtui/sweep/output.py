@@ -79,14 +79,17 @@ def read_journal(path: str | Path) -> list[dict]:
 
 
 def finished_runs(out: str | Path, retry_failed: bool = False) -> dict[str, str]:
-    """key text -> line for every run already done, from the results file and its journal."""
+    """key text -> line for every run already done, from the results file and its journal.
+
+    The journal is read after the results file and in its own (chronological) order, so a run
+    redone with --retry-failed is represented by its latest line."""
     found: dict[str, str] = {}
     candidates = [*read_results(out), *(r["line"] for r in read_journal(journal_path(out)))]
     for line in candidates:
         obj = json.loads(line)
-        if retry_failed and obj.get("status") != "ok":
-            continue
-        found.setdefault(key_text(obj["run"]), line)
+        found[key_text(obj["run"])] = line
+    if retry_failed:
+        found = {k: line for k, line in found.items() if json.loads(line).get("status") == "ok"}
     return found
 
 

@@ -37,7 +37,7 @@ def _other_keys(lines: list[dict], used: set[str]) -> list[str]:
     """Grid keys, scenario and policy that vary across the lines and are not plotted already."""
     keys = []
     for name in ("scenario", *dict.fromkeys(k for line in lines for k in line["run"]["grid"]), "policy"):
-        if name in used or (name == "router.policy" and "policy" in used):
+        if name in used or (name in ("router.policy", "policy") and used & {"router.policy", "policy"}):
             continue
         _, get = resolve(name, lines, "key")
         if len({str(get(line)) for line in lines}) > 1:
