@@ -129,12 +129,29 @@ def _print_summary(lines: list[dict], metrics: str | None) -> None:
     print_table(summary_table(resolved, cells))
 
 
-def _cell_text(e) -> str:
+def _is_share(metric: str, cells) -> bool:
+    """Rates and attainments in [0, 1] read better as percentages."""
+    last = metric.rsplit(".", 1)[-1]
+    values = [c.metrics[metric].mean for c in cells if c.metrics.get(metric) is not None]
+    return (last.endswith("rate") or last == "attainment") and bool(values) and all(0 <= v <= 1 for v in values)
+
+
+def _cell_text(e, scale: float = 1.0) -> str:
+    """mean ± half-width, the half-width to two significant figures and the mean to match."""
+    import math
+
     from kvtui.sweep.chart import fmt
 
     if e is None:
         return "—"
-    return fmt(e.mean) if e.half_width is None else f"{fmt(e.mean)} ± {fmt(e.half_width)}"
+    mean = e.mean * scale
+    if e.half_width is None:
+        return fmt(mean)
+    hw = e.half_width * scale
+    if hw == 0:
+        return f"{fmt(mean)} ± 0"
+    decimals = min(4, max(0, 1 - math.floor(math.log10(hw))))
+    return f"{mean:,.{decimals}f} ± {hw:,.{decimals}f}"
 
 
 def summary_table(metrics: list[str], cells):
@@ -142,16 +159,18 @@ def summary_table(metrics: list[str], cells):
     from rich import box
     from rich.table import Table
 
-    t = Table(title="sweep · mean ± 95 % CI over seeds", box=box.SIMPLE_HEAD, header_style="bold", title_justify="left")
+    t = Table(title="sweep · mean ± 95 % CI over seeds · latencies in ms", box=box.SIMPLE_HEAD, header_style="bold", title_justify="left")
     label_cols = list(dict.fromkeys(k for c in cells for k in c.label))
     for k in label_cols:
         t.add_column(k.rsplit(".", 1)[-1] if k != "router.policy" else "policy", no_wrap=True)
     t.add_column("runs", justify="right")
+    scales = {m: 100.0 if _is_share(m, cells) else 1.0 for m in metrics}
     for m in metrics:
-        t.add_column(".".join(m.split(".")[-2:]) if m.startswith("latency_ms.") else m.rsplit(".", 1)[-1], justify="right", no_wrap=True)
+        name = ".".join(m.split(".")[-2:]) if m.startswith("latency_ms.") else m.rsplit(".", 1)[-1]
+        t.add_column(name + (" %" if scales[m] == 100.0 else ""), justify="right", no_wrap=True)
     for c in cells:
         runs = f"{c.runs}" + (f" ({c.failed} failed)" if c.failed else "")
-        t.add_row(*(c.label.get(k, "") for k in label_cols), runs, *(_cell_text(c.metrics.get(m)) for m in metrics))
+        t.add_row(*(c.label.get(k, "") for k in label_cols), runs, *(_cell_text(c.metrics.get(m), scales[m]) for m in metrics))
     errors = [c for c in cells if c.error]
     if errors:
         t.caption = f"first failure: {errors[0].error.splitlines()[0]}"

@@ -20,19 +20,15 @@ Cell = tuple[str, int | None]  # (character, series index or None)
 
 
 def ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (1, 2, 5 x 10^k steps)."""
+    """Round tick values (1, 2, 5 x 10^k steps) from at or below lo to at or above hi, so the
+    axis ends on a labelled tick."""
     if hi <= lo:
         return [lo]
     raw = (hi - lo) / max(1, n - 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step - 1e-9) * step
-    out = []
-    v = first
-    while v <= hi + 1e-9 * step:
-        out.append(round(v, 12))
-        v += step
-    return out
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, last + 1)]
 
 
 def fmt(v: float) -> str:

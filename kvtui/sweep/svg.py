@@ -20,7 +20,9 @@ def render_svg(plot: Plot, width: int = 720, height: int = 420, title: str | Non
     x0, x1, y0, y1 = bounds(plot)
     lows = [e.low for s in plot.series for _, e in s.points if e.low is not None]
     highs = [e.high for s in plot.series for _, e in s.points if e.high is not None]
-    y0, y1 = min([y0, *lows]), max([y1, *highs])
+    # a non-negative metric keeps its axis at 0: an interval reaching below is clipped there
+    y0 = max(min([y0, *lows]), 0.0) if y0 >= 0 else min([y0, *lows])
+    y1 = max([y1, *highs])
     yt = ticks(y0, y1)
     y0, y1 = min(y0, yt[0]), max(y1, yt[-1])
     left, right, top, bottom = 70, 20 + 190, 40, 50
@@ -54,9 +56,11 @@ def render_svg(plot: Plot, width: int = 720, height: int = 420, title: str | Non
         colour = PALETTE[si % len(PALETTE)]
         pts = " ".join(f"{sx(x):.1f},{sy(e.mean):.1f}" for x, e in s.points)
         out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        nudge = 4 * (si - (len(plot.series) - 1) / 2)  # side by side, so the bars do not hide each other
         for x, e in s.points:
             if e.half_width is not None:
-                out.append(f'<line x1="{sx(x):.1f}" y1="{sy(e.low):.1f}" x2="{sx(x):.1f}" y2="{sy(e.high):.1f}" stroke="{colour}"/>')
+                lo, bx = max(e.low, y0), sx(x) + nudge
+                out.append(f'<line x1="{bx:.1f}" y1="{sy(lo):.1f}" x2="{bx:.1f}" y2="{sy(e.high):.1f}" stroke="{colour}"/>')
             out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(e.mean):.1f}" r="3.5" fill="{colour}"/>')
         ly = top + 10 + 20 * si
         out.append(f'<line x1="{left + pw + 16}" y1="{ly}" x2="{left + pw + 40}" y2="{ly}" stroke="{colour}" stroke-width="2"/>')
