@@ -73,7 +73,7 @@ class LocalBackend:
                     try:
                         yield fut.result()
                     except BrokenProcessPool as e:
-                        yield Lost(spec.index, f"a worker process died ({e})")
+                        yield Lost(spec.index, f"a worker process died: {e}")
             finished = True
         finally:
             if finished:
