@@ -290,3 +290,17 @@ def test_cli_reports_a_missing_ray_cleanly(tmp_path):
         capture_output=True, text=True, cwd=ROOT,
     )
     assert p.returncode == 2 and "pip install 'kvtui[ray]'" in p.stderr
+
+
+def test_the_sweep_package_imports_neither_textual_nor_rich():
+    """kvtui.sweep is a library like the engine: the CLI layer alone prints with Rich."""
+    pkg = ROOT / "kvtui" / "sweep"
+    modules = sorted(f"kvtui.sweep.{p.stem}" for p in pkg.glob("*.py") if p.stem != "__init__")
+    assert len(modules) >= 10
+    code = (
+        "import sys\n"
+        f"for m in {modules!r}: __import__(m)\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'ray'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("kvtui.cli.validate:main", "validate SCENARIO", "check a scenario file: exit 0, or 2 with every problem"),
     "schema": ("kvtui.cli.validate:schema_main", "schema", "print the JSON Schema of scenario files"),
     "profiles": ("kvtui.cli.profiles:main", "profiles [SCENARIO]", "hardware and model profiles with their sources"),
-    "sweep": ("kvtui.cli.sweep:main", "sweep SCENARIO... --grid K=V1,V2", "scenarios x grid x policies x seeds, in parallel (local or Ray), to JSON Lines"),
+    "sweep": ("kvtui.cli.sweep:main", "sweep SCENARIO... --grid K=V", "scenarios x grid x policies x seeds, in parallel (local or Ray), to JSON Lines"),
     "plot": ("kvtui.cli.plot:main", "plot FILE --x KEY --y METRIC", "a sweep's results as a line chart (terminal, --out SVG/PNG)"),
     "wal": ("kvtui.store.commands:wal_main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
 }

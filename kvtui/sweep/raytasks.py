@@ -2,7 +2,8 @@
 
 Only Ray's task API is used (`ray.remote`, `ray.wait`, `ray.get`, `ray.cancel`): Ray decides
 where each task runs, and a task whose worker process or node dies is re-executed by Ray
-(`max_retries`, 3 by default for tasks; Ray's fault-tolerance guide, "Task fault tolerance").
+(`max_retries`, 3 by default; docs.ray.io, ray-core/fault_tolerance/tasks, "Retrying failed
+tasks": Ray reruns a task whose worker died until it succeeds or the retries run out).
 When Ray gives up, `ray.get` raises a `RayError` and the run is reported as lost, not written:
 resume redoes it. Application errors never reach Ray: `execute` turns them into error lines.
 
@@ -41,7 +42,7 @@ class RayBackend:
         self.ray = import_ray()
         self.workers = max(1, workers)
         self.address = address
-        self.started = False
+        self.owned = False  # this backend called ray.init, so it calls ray.shutdown
 
     def describe(self) -> str:
         if self.address:
@@ -54,10 +55,10 @@ class RayBackend:
             return  # the caller (a notebook, a test) already holds a session: use it
         kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         if self.address:
-            ray.init(address=self.address, **kwargs)
+            ray.init(address=self.address, **kwargs)  # shutdown only disconnects from it
         else:
-            ray.init(num_cpus=self.workers, **kwargs)
-            self.started = True
+            ray.init(num_cpus=self.workers, **kwargs)  # shutdown stops this local instance
+        self.owned = True
 
     def run(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
         ray = self.ray
@@ -81,6 +82,6 @@ class RayBackend:
             if not finished:
                 for ref in waiting:
                     ray.cancel(ref, force=True)
-            if self.started:
+            if self.owned:
                 ray.shutdown()
-                self.started = False
+                self.owned = False
