@@ -13,7 +13,8 @@ CLI does, and the files are checked byte-identical. Timed separately:
   ray 2       a local Ray instance with 2 CPUs: `ray.init` and `ray.shutdown` timed on their own,
               the sweep itself timed with the session held
 
-Printed: speed-up = local 1 / local 2; Ray's overhead per run = (ray 2 sweep - local 2) / runs,
+First, the dispatch cost alone: tasks that only return a result-sized line, on a warm pool and
+a warm Ray instance. Then per round: speed-up = local 1 / local 2; Ray's overhead per run = (ray 2 sweep - local 2) / runs,
 plus its fixed start and stop. `run s` is the sum of the in-worker run times from the journal
 (the simulation's own cost; it grows when other processes share the cores), and `outside runs`
 = (elapsed x workers - run s) / runs is the worker time per run not spent running: process or
@@ -58,6 +59,43 @@ def timed(label: str, backend, runs, out: Path, workers: int) -> float:
     return elapsed
 
 
+def _echo(line: str) -> str:
+    """A task that does no simulation: what is left is the backend's dispatch cost."""
+    return line
+
+
+def dispatch(n: int = 300) -> tuple[float, float | None]:
+    """ms per task for n tasks carrying a result-sized line (3 kB) on a warm 2-process pool and on
+    a warm local Ray instance with 2 CPUs, as run_sweep drives them (all submitted, then waited)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    line = "x" * 3000
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        list(pool.map(_echo, [line] * 4))  # warm
+        t0 = time.perf_counter()
+        for f in as_completed([pool.submit(_echo, line) for _ in range(n)]):
+            f.result()
+        pool_ms = 1000 * (time.perf_counter() - t0) / n
+    try:
+        import ray
+    except ImportError:
+        return pool_ms, None
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1)(_echo)
+        ray.get([task.remote(line) for _ in range(4)])  # warm
+        t0 = time.perf_counter()
+        waiting = [task.remote(line) for _ in range(n)]
+        while waiting:
+            done, waiting = ray.wait(waiting, num_returns=1)
+            ray.get(done[0])
+        ray_ms = 1000 * (time.perf_counter() - t0) / n
+    finally:
+        ray.shutdown()
+    return pool_ms, ray_ms
+
+
 def round_(runs, d: Path) -> None:
     t1 = timed("local 1", LocalBackend(1), runs, d / "l1.jsonl", 1)
     t2 = timed("local 2", LocalBackend(2), runs, d / "l2.jsonl", 2)
@@ -90,9 +128,14 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--dispatch-only", action="store_true", help="only the dispatch measurement")
     args = ap.parse_args()
     runs = specs(args.quick)
     print(f"{len(runs)} runs of pressure.yaml (flat rate), 2 workers where parallel")
+    pool_ms, ray_ms = dispatch()
+    print(f"dispatch only (no simulation): pool {pool_ms:.2f} ms/task" + (f", ray {ray_ms:.2f} ms/task" if ray_ms else ""))
+    if args.dispatch_only:
+        return 0
     for i in range(args.repeat):
         print(f"-- round {i + 1}")
         with tempfile.TemporaryDirectory() as tmp:
