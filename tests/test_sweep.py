@@ -7,6 +7,7 @@ under a second), so the whole file costs a few seconds of subprocess start-up.""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -174,6 +175,33 @@ def test_sigint_stops_the_pool_and_the_file_resumes(reference, tmp_path):
     assert out.read_bytes() == reference.read_bytes()
     keys = [key_text(json.loads(r["line"])["run"]) for r in read_journal(journal)]
     assert len(keys) == len(set(keys)) == 8
+
+
+def test_a_killed_worker_loses_only_unfinished_runs(tmp_path):
+    """SIGKILL one pool worker: the pool breaks, the sweep reports lost runs (exit 1) without
+    writing them, and the same command then runs exactly those."""
+    out = tmp_path / "w.jsonl"
+    args = [sys.executable, "-m", "kvtui", "sweep", PRESSURE, *SMALL, "--grid", "workload.arrival.rate=1,2",
+            "--policies", "round_robin,load_prefix", "--seeds", "6", "--workers", "2", "--out", str(out)]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    journal = journal_path(out)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        records = read_journal(journal)
+        if records:
+            os.kill(int(records[0]["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the worker was killed")
+    assert proc.returncode == 1 and "runs lost" in err and "Traceback" not in err
+    done_before = len(read_journal(journal))
+    p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert f"{24 - done_before} runs done now" in p.stderr
+    keys = [key_text(json.loads(r["line"])["run"]) for r in read_journal(journal)]
+    assert len(keys) == len(set(keys)) == 24 and len(out.read_text().splitlines()) == 24
 
 
 def test_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path):
