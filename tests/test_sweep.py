@@ -127,7 +127,7 @@ def test_kill_then_resume_redoes_nothing_finished(tmp_path):
     """SIGKILL a real sweep part-way; the same command finishes it, each run exactly once."""
     out = tmp_path / "k.jsonl"
     args = [sys.executable, "-m", "kvtui", "sweep", PRESSURE, *SMALL, "--grid", "workload.arrival.rate=1,2",
-            "--policies", "round_robin,load_prefix", "--seeds", "6", "--workers", "1", "--out", str(out)]
+            "--policies", "round_robin,load_prefix", "--seeds", "4", "--workers", "1", "--out", str(out)]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     journal = journal_path(out)
     deadline = time.monotonic() + 60
@@ -140,14 +140,14 @@ def test_kill_then_resume_redoes_nothing_finished(tmp_path):
     assert proc.returncode == -signal.SIGKILL, "the sweep ended before it could be killed"
     before = [r["line"] for r in read_journal(journal)]
     done_before = len(before)
-    assert 2 <= done_before < 24
+    assert 2 <= done_before < 16
     p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     records = read_journal(journal)
     keys = [key_text(json.loads(r["line"])["run"]) for r in records]
-    assert len(records) == 24 and len(set(keys)) == 24, "a finished run was redone"
+    assert len(records) == 16 and len(set(keys)) == 16, "a finished run was redone"
     lines = out.read_text().splitlines()
-    specs = expand([PRESSURE], parse_axes(["workload.arrival.rate=1,2"]), ["round_robin", "load_prefix"], 6, SMALL[1::2])
+    specs = expand([PRESSURE], parse_axes(["workload.arrival.rate=1,2"]), ["round_robin", "load_prefix"], 4, SMALL[1::2])
     assert [key_text(json.loads(x)["run"]) for x in lines] == [key_text(s.key()) for s in specs]
     assert set(before) <= set(lines)  # the runs finished before the kill, kept as they were
     assert f"{done_before} done before" in p.stderr
@@ -182,7 +182,7 @@ def test_a_killed_worker_loses_only_unfinished_runs(tmp_path):
     writing them, and the same command then runs exactly those."""
     out = tmp_path / "w.jsonl"
     args = [sys.executable, "-m", "kvtui", "sweep", PRESSURE, *SMALL, "--grid", "workload.arrival.rate=1,2",
-            "--policies", "round_robin,load_prefix", "--seeds", "6", "--workers", "2", "--out", str(out)]
+            "--policies", "round_robin,load_prefix", "--seeds", "4", "--workers", "2", "--out", str(out)]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     journal = journal_path(out)
     deadline = time.monotonic() + 60
@@ -199,9 +199,9 @@ def test_a_killed_worker_loses_only_unfinished_runs(tmp_path):
     done_before = len(read_journal(journal))
     p = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert f"{24 - done_before} runs done now" in p.stderr
+    assert f"{16 - done_before} runs done now" in p.stderr
     keys = [key_text(json.loads(r["line"])["run"]) for r in read_journal(journal)]
-    assert len(keys) == len(set(keys)) == 24 and len(out.read_text().splitlines()) == 24
+    assert len(keys) == len(set(keys)) == 16 and len(out.read_text().splitlines()) == 16
 
 
 def test_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path):
