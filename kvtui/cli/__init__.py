@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schema": ("kvtui.cli.validate:schema_main", "schema", "print the JSON Schema of scenario files"),
     "trace": ("kvtui.cli.trace:main", "trace stats FILE", "a trace's shape, reuse and LRU hit rate per cache capacity"),
     "profiles": ("kvtui.cli.profiles:main", "profiles [SCENARIO]", "hardware and model profiles with their sources"),
+    "sweep": ("kvtui.cli.sweep:main", "sweep SCENARIO... --grid K=V", "scenarios x grid x policies x seeds, in parallel (local or Ray), to JSON Lines"),
+    "plot": ("kvtui.cli.plot:main", "plot FILE --x KEY --y METRIC", "a sweep's results as a line chart (terminal, --out SVG/PNG)"),
     "wal": ("kvtui.store.commands:wal_main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
 }
 

@@ -30,8 +30,12 @@ def policy_help() -> str:
     return "routing policy: " + ", ".join(POLICY_NAMES) + " (see docs/routing.md)"
 
 
-def add_run_options(p: argparse.ArgumentParser, policy: bool = True) -> None:
-    p.add_argument("scenario", help="scenario YAML file")
+def add_run_options(p: argparse.ArgumentParser, policy: bool = True, many: bool = False) -> None:
+    """The options every run takes; `many` makes the positional `scenarios` (one or more)."""
+    if many:
+        p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
+    else:
+        p.add_argument("scenario", help="scenario YAML file")
     if policy:
         p.add_argument("--policy", help=policy_help())
     p.add_argument("--seed", type=int, help="override the scenario's seed")

@@ -1,0 +1,134 @@
+"""The runs of a sweep, in grid order: scenarios x grid values x policies x seeds.
+
+The order is the file's order (seeds innermost, so a cell's seeds are adjacent) and it is fixed
+by the command line alone, never by which worker finishes first. Seeds are derived from the
+scenario's own seed S (after `--set`, or `--seed`): S, S+1, ..., S+N-1, so `--seeds 1` is
+exactly the run `kvtui run` makes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+
+from kvtui.errors import InputError
+
+
+class GridError(ValueError):
+    """A `--grid` or `--seeds` argument that cannot be used; the CLI shows it as a usage error."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One `--grid key=v1,v2,...`: a dotted scenario key and its values, as the user wrote them."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+def parse_axis(text: str) -> Axis:
+    key, sep, values = text.partition("=")
+    key = key.strip()
+    if not sep or not key or not values:
+        raise GridError(f"--grid wants KEY=V1,V2,...; got {text!r}")
+    if key == "seed":
+        raise GridError("--grid seed=...: use --seeds N (seeds S, S+1, ...) or --seed S instead")
+    vals = tuple(v.strip() for v in values.split(",") if v.strip() != "")
+    if not vals:
+        raise GridError(f"--grid {key}: no values in {text!r}")
+    if len(set(vals)) != len(vals):
+        raise GridError(f"--grid {key}: a value is repeated in {text!r}")
+    return Axis(key, vals)
+
+
+def parse_axes(texts: list[str]) -> list[Axis]:
+    axes = [parse_axis(t) for t in texts]
+    keys = [a.key for a in axes]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise GridError(f"--grid {dup[0]} is given twice; put all its values in one --grid")
+    return axes
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: what a worker needs, and the key a result line carries (resume matches on it)."""
+
+    index: int
+    scenario: str
+    overrides: tuple[str, ...]  # --set, applied before the grid values
+    grid: tuple[tuple[str, str], ...]
+    policy: str | None
+    seed: int
+
+    def key(self) -> dict:
+        return {
+            "scenario": self.scenario,
+            "set": list(self.overrides),
+            "grid": dict(self.grid),
+            "policy": self.policy,
+            "seed": self.seed,
+        }
+
+    def all_overrides(self) -> list[str]:
+        return [*self.overrides, *(f"{k}={v}" for k, v in self.grid)]
+
+
+def key_text(key: dict) -> str:
+    """A run key as one canonical string, for set membership on resume."""
+    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+
+
+def base_seed(path: str, overrides: list[str], seed: int | None) -> int:
+    """The scenario's seed (what `kvtui run` would use): `--seed`, else the file's after `--set`.
+
+    Loading here also checks the scenario file itself up front: a broken file is bad input
+    (exit 2), while a grid value that breaks validation is one failed run among the others."""
+    from kvtui.scenario import load_scenario
+
+    scenario = load_scenario(path, overrides)
+    return int(seed) if seed is not None else int(scenario.seed)
+
+
+def shadowed_rate(path: str, overrides: list[str], axes: list[Axis]) -> str | None:
+    """A note when a grid over `workload.arrival.rate` would change nothing: a rate schedule in
+    the file overrides the rate from its first step (`compare --ladder` drops it the same way)."""
+    if not any(a.key == "workload.arrival.rate" for a in axes):
+        return None
+    if any(a.key == "workload.arrival.schedule" for a in axes):
+        return None
+    from kvtui.scenario import load_scenario
+
+    schedule = load_scenario(path, overrides).workload.arrival.schedule
+    if not schedule:
+        return None
+    first = min(p.at for p in schedule)
+    return (
+        f"note: {path} has a workload.arrival.schedule that replaces workload.arrival.rate from "
+        f"t={first:g} s on; add --set 'workload.arrival.schedule=[]' for a flat rate per grid value"
+    )
+
+
+def expand(
+    scenarios: list[str],
+    axes: list[Axis],
+    policies: list[str | None],
+    seeds: int,
+    overrides: list[str] = (),
+    seed: int | None = None,
+) -> list[RunSpec]:
+    if seeds < 1:
+        raise GridError(f"--seeds must be at least 1; got {seeds}")
+    specs: list[RunSpec] = []
+    for path in scenarios:
+        start = base_seed(path, list(overrides), seed)
+        for values in itertools.product(*(a.values for a in axes)):
+            grid = tuple(zip((a.key for a in axes), values))
+            for policy in policies:
+                for s in range(start, start + seeds):
+                    specs.append(RunSpec(len(specs), path, tuple(overrides), grid, policy, s))
+    return specs
+
+
+__all__ = ["Axis", "GridError", "InputError", "RunSpec", "base_seed", "expand", "key_text", "parse_axes"]
