@@ -107,3 +107,33 @@ def test_vllm_nightly_latency_benchmark(hw, model, tp):
     measured = CALIBRATION["measured_ms"][(hw, model, tp)]
     tolerance = 0.15 if (hw, model, tp) == ("h100-80gb", "llama-3.1-8b", 1) else 0.20
     assert total_ms == pytest.approx(measured, rel=tolerance)
+
+
+def test_ttft_calibration_reproduces_the_measured_serving_benchmark(tmp_path):
+    """The TTFT the default compute efficiency is fitted to, reproduced end to end through the
+    engine: the same ten prompts (lengths as measured), arriving at once on one H100, chunked
+    prefill off with a 2,048-token budget as vLLM 0.6 ran them. Source: TTFT_CALIBRATION."""
+    import json
+
+    from kvtui.cli import run_once
+    from kvtui.profiles import TTFT_CALIBRATION as cal
+    from kvtui.scenario import load_scenario
+
+    trace = tmp_path / "ten.jsonl"
+    lines = [
+        {"timestamp": 0, "input_length": n, "output_length": m, "hash_ids": [1000 * i + j for j in range(-(-n // 512))]}
+        for i, (n, m) in enumerate(zip(cal["input_lens"], cal["output_lens"]))
+    ]
+    trace.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    scenario = tmp_path / "cal.yaml"
+    scenario.write_text(
+        f"name: ttft-calibration\nmodel: {cal['model']}\nlatency: {{model: roofline}}\n"
+        "router: {policy: round_robin}\n"
+        f"cluster:\n  hardware: {cal['hardware']}\n  nodes:\n"
+        f"    - {{name: gpu, max_num_seqs: 256, chunked_prefill: false, max_num_batched_tokens: {cal['max_num_batched_tokens']}}}\n"
+        f"workload:\n  trace: {{format: mooncake, path: {trace}}}\n"
+    )
+    _, doc = run_once(load_scenario(str(scenario)))
+    assert doc["requests"]["completed"] == 10
+    assert doc["latency_ms"]["ttft"]["mean"] == pytest.approx(cal["mean_ttft_ms"], rel=0.15)
+    assert doc["latency_ms"]["tpot"]["p50"] == pytest.approx(cal["median_tpot_ms"], rel=0.15)

@@ -46,8 +46,8 @@ KV_DTYPE_BYTES = {"bf16": 2, "fp8": 1}
 # Fitted: memory_efficiency 0.66 (with the 0.5 ms iteration overhead) reproduces the H100 8B
 # figure (1000.6 ms, +0.3 %). Cross-checks with the same shares: A100 8B 1615.6 ms (+1.9 %),
 # H100 70B TP=4 2309.0 ms (-5.5 %), H200 8B 720.2 ms (-13.6 %), H200 70B TP=4 1695.4 ms
-# (-18.4 %). The prefill share (compute_efficiency 0.5) is not calibrated: this benchmark's
-# prefill is 256 tokens (~7 ms of ~1 s) and no vLLM H100 TTFT measurement was found.
+# (-18.4 %). This benchmark's prefill is 256 tokens (~7 ms of ~1 s), so it says little about
+# the prefill share; that is calibrated on a TTFT (TTFT_CALIBRATION below).
 CALIBRATION: dict[str, Any] = {
     "source": "vLLM nightly performance benchmark, latency tests (input 32, output 128, batch 8)",
     "urls": (
@@ -65,6 +65,35 @@ CALIBRATION: dict[str, Any] = {
     },
 }
 
+# The measurement the default compute efficiency is fitted to: a TTFT with stated prompts.
+# LambdaLabsML/vllm-benchmark, results/prompt_10/1xH100-80GB-SXM/
+# Meta-Llama-3-8B-Instruct_tp1_len2048.json (2024-09-07, vLLM 0.6, benchmark_serving.py,
+# --max-model-len 2048): 10 ShareGPT prompts sent at once (request rate inf) on one H100 SXM;
+# with chunked prefill off at that length vLLM prefills all 1,369 prompt tokens in one batch,
+# so every request's TTFT is that one iteration (measured 61.9-63.4 ms, mean 62.4 ms). Median
+# TPOT 7.56 ms. Llama-3-8B has Llama-3.1-8B's architecture (32 layers, hidden 4096, 8 KV heads,
+# MLP 14336, vocabulary 128,256), so its FLOPs and bytes are the same. The figure includes the
+# OpenAI server's own overhead (HTTP, tokenisation), which the fit folds into the efficiency.
+# Fitted: compute_efficiency 0.36 gives 62.6 ms (+0.2 %); TPOT with the decode calibration
+# above: 7.8-7.9 ms for batches of 1-10 (+3 %). A cross-check with no fit: vLLM PR #7172
+# (Llama-3.1-8B-Instruct, one H100, 550 in / 150 out at 8 QPS) reports P90 TTFT 47.9 ms and
+# P90 ITL 12.9 ms, P90 E2E 2.0 s. kvtui on the same load (roofline, 512-token chunked prefill
+# as vLLM 0.5 enabled for long-context models): P90 TTFT 55.0 ms (+15 %), P90 ITL 8.6 ms
+# (-33 %), P90 E2E 1.56 s. The gap is decode: vLLM 0.5.4 paid several ms of CPU work per
+# step that later releases (async output processing, multi-step scheduling) removed; kvtui's
+# per-iteration overhead is 0.5 ms.
+TTFT_CALIBRATION: dict[str, Any] = {
+    "source": "LambdaLabsML/vllm-benchmark results/prompt_10/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json",
+    "url": "https://github.com/LambdaLabsML/vllm-benchmark",
+    "hardware": "h100-80gb",
+    "model": "llama-3.1-8b",
+    "input_lens": (13, 25, 27, 10, 329, 29, 399, 328, 4, 205),
+    "output_lens": (120, 429, 233, 194, 101, 741, 9, 3, 6, 31),
+    "max_num_batched_tokens": 2048,
+    "mean_ttft_ms": 62.426,
+    "median_tpot_ms": 7.558,
+}
+
 
 @dataclass(frozen=True)
 class Hardware:
@@ -77,7 +106,7 @@ class Hardware:
     interconnect: str = "none"
     link_bytes_per_s: float = 0.0  # per direction, per GPU
     link_latency_s: float = 0.0  # per ring step
-    compute_efficiency: float = 0.5
+    compute_efficiency: float = 0.36  # the H100 calibration (TTFT_CALIBRATION)
     memory_efficiency: float = 0.8
     source: str = ""
 
@@ -278,7 +307,7 @@ def gb(n: float) -> str:
 
 
 __all__ = [
-    "CALIBRATION", "GB", "GiB", "HARDWARE", "Hardware", "KV_DTYPE_BYTES", "MODELS", "MemoryFit",
+    "CALIBRATION", "TTFT_CALIBRATION", "GB", "GiB", "HARDWARE", "Hardware", "KV_DTYPE_BYTES", "MODELS", "MemoryFit",
     "Model", "catalog", "derived_kv_blocks", "gb", "hardware_from_figures", "memory_fit",
     "model_from_figures", "shipped_hardware", "shipped_models", "tp_problem",
 ]
