@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +37,7 @@ def add_run_options(p: argparse.ArgumentParser, policy: bool = True) -> None:
     p.add_argument("scenario", help="scenario YAML file")
     if policy:
         p.add_argument("--policy", help=policy_help())
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--seed", type=seed_value, help=f"override the scenario's seed (0 to {SEED_MAX})")
     p.add_argument(
         "--set",
         dest="overrides",
@@ -43,6 +46,20 @@ def add_run_options(p: argparse.ArgumentParser, policy: bool = True) -> None:
         metavar="KEY=VALUE",
         help="override a scenario field, e.g. --set cluster.nodes.0.kv_blocks=64 (repeatable)",
     )
+
+
+SEED_MAX = 2**63 - 1  # the scenario's `seed` bound too (model.py); SeedSequence refuses negatives
+
+
+def seed_value(text: str) -> int:
+    """`--seed`: an integer in [0, SEED_MAX], else a usage error (argparse reports it, exit 2)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= seed <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {SEED_MAX}, got {text}")
+    return seed
 
 
 def load(args) -> "Scenario":
@@ -74,10 +91,55 @@ def run_once(scenario, seed: int | None = None, policy: str | None = None) -> tu
 
 
 def write_json(path: str, doc: dict) -> None:
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
+    write_output(path, json.dumps(doc, indent=2) + "\n", "the result")
+
+
+def write_output(path: str, text: str, what: str) -> None:
+    """Write `text` to `path` atomically, and only ever as a regular file.
+
+    A temporary file in the same directory is written, fsynced and renamed over the target,
+    so a reader sees the old file or the new one, never half of one. A target that exists and
+    is not a regular file -- a symlink, a fifo, a device, a directory -- is refused: renaming
+    over it would silently replace it (the fuzz campaign of issue 10 found exactly that).
+    """
     try:
-        tmp.write_text(json.dumps(doc, indent=2) + "\n")
-        tmp.replace(target)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
     except OSError as e:
-        raise InputError.one(path, None, f"cannot write the result: {e.strerror}") from None
+        raise InputError.one(path, None, f"cannot write {what}: {e.strerror}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = _file_kind(st.st_mode)
+        raise InputError.one(path, None, f"cannot write {what}: it is {kind}, not a regular file; give a file path")
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise InputError.one(path, None, f"cannot write {what}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"

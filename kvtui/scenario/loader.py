@@ -22,6 +22,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from kvtui.errors import InputError
+from kvtui.scenario import safe_yaml
 from kvtui.scenario.model import Dist, Scenario, ScriptedEvent, Trace
 from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
 from kvtui.scenario.schema import (
@@ -92,8 +93,11 @@ def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
 
 
 def _read_yaml(path: Path, file: str) -> yaml.Node:
-    """The file's YAML node tree; InputError for a missing, unreadable, malformed or empty file."""
+    """The file's YAML node tree; InputError for a missing, unreadable, malformed, empty or
+    oversized file (size, depth and alias expansion are bounded while composing: safe_yaml.py)."""
     try:
+        if path.is_file() and path.stat().st_size > safe_yaml.MAX_BYTES:
+            raise InputError.one(file, None, f"more than {safe_yaml.MAX_BYTES:,} bytes, the limit of a scenario file")
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError.one(file, None, "no such file") from None
@@ -107,7 +111,9 @@ def _read_yaml(path: Path, file: str) -> yaml.Node:
         line = data[: e.start].count(b"\n") + 1
         raise InputError.one(file, line, f"not UTF-8 text (byte 0x{data[e.start]:02x})") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = safe_yaml.compose(text)
+    except safe_yaml.YAMLLimitError as e:
+        raise InputError.one(file, e.line, e.message) from None
     except yaml.MarkedYAMLError as e:
         raise InputError.one(file, _mark_line(e.problem_mark), _yaml_error_message(e)) from None
     except yaml.reader.ReaderError as e:
@@ -116,8 +122,6 @@ def _read_yaml(path: Path, file: str) -> yaml.Node:
         raise InputError.one(file, line, f"YAML syntax error: {e.reason} ({char})") from None
     except yaml.YAMLError as e:
         raise InputError.one(file, None, f"YAML syntax error: {e}") from None
-    except RecursionError:
-        raise InputError.one(file, None, "YAML syntax error: nested too deeply") from None
     if root is None:
         raise InputError.one(file, None, "the scenario file is empty")
     return root
