@@ -46,6 +46,12 @@ def add_run_options(p: argparse.ArgumentParser, policy: bool = True) -> None:
         metavar="KEY=VALUE",
         help="override a scenario field, e.g. --set cluster.nodes.0.kv_blocks=64 (repeatable)",
     )
+    add_force_option(p)
+
+
+def add_force_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="run a scenario even when its cost estimate is over the budget (see `kvtui validate`)")
 
 
 SEED_MAX = 2**63 - 1  # the scenario's `seed` bound too (model.py); SeedSequence refuses negatives
@@ -62,10 +68,39 @@ def seed_value(text: str) -> int:
     return seed
 
 
-def load(args) -> "Scenario":
+def load(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "Scenario":
+    """Load the scenario (with `--set` and then `extra` overrides); refuse one over the cost
+    budget unless `--force` (scenario/cost.py)."""
     from kvtui.scenario import load_scenario
 
-    return load_scenario(args.scenario, args.overrides)
+    scenario = load_scenario(args.scenario, [*args.overrides, *extra], limits=True)
+    if budget and not getattr(args, "force", False):
+        check_budget(args.scenario, scenario, cost_of(scenario))
+    return scenario
+
+
+def cost_of(scenario: "Scenario"):
+    from kvtui.scenario.cost import estimate
+
+    return estimate(scenario, trace_requests=trace_lines(scenario))
+
+
+def check_budget(file: str, scenario: "Scenario", cost) -> None:
+    over = cost.over_budget()
+    if over:
+        raise InputError([(file, None, f"over budget: {why}; --force to run it anyway") for why in over])
+
+
+def trace_lines(scenario: "Scenario") -> int | None:
+    """Lines of a one-file trace (an upper bound on its requests), counted without parsing."""
+    trace = scenario.workload.trace
+    if trace is None or trace.format == "weka" or not os.path.isfile(trace.path):
+        return None
+    lines = 0
+    with open(trace.path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            lines += chunk.count(b"\n")
+    return lines + 1
 
 
 def check_policy(name: str | None) -> None:

@@ -23,6 +23,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 
 from kvtui.errors import InputError
 from kvtui.scenario import safe_yaml
+from kvtui.scenario.cost import estimate
 from kvtui.scenario.model import Dist, Scenario, ScriptedEvent, Trace
 from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
 from kvtui.scenario.schema import (
@@ -60,11 +61,14 @@ PLAIN_TAGS = {
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
 
 
-def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
+def load_scenario(path: str | Path, overrides: Sequence[str] = (), limits: bool = False) -> Scenario:
     """Read, override, build and check a scenario file; raise InputError listing every problem.
 
     `overrides` are `dotted.key=value` strings (the CLI's `--set`), applied to the YAML tree
-    before building so that overridden values are validated like the file's own.
+    before building so that overridden values are validated like the file's own. `limits`
+    (the CLI sets it) adds the checks that make "valid" mean "runs to an end": the workload
+    ends and no request is too long (kvtui.scenario.cost). Library callers that drive a
+    simulation step by step may leave it off.
     """
     file = str(path)
     overrides = [overrides] if isinstance(overrides, str) else list(overrides)
@@ -82,6 +86,9 @@ def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
     scenario = builder.build(root)
     if scenario is not INVALID:
         _check_scenario(scenario, builder)
+    if limits and scenario is not INVALID and not builder.problems:
+        for key, message in estimate(scenario).limits:  # the workload ends; no request is too long
+            builder.report_at(key, f"{key}: {message}")
     problems = builder.sorted_problems([override_source(text) for text in overrides])
     if problems:
         raise InputError(problems)
@@ -250,7 +257,7 @@ class _Builder:
         if is_dataclass_type(inner):
             return self._dataclass(node, inner, path)
         if (item_type := tuple_item(inner)) is not None:
-            return self._tuple(node, item_type, path)
+            return self._tuple(node, item_type, path, meta)
         if (item_type := mapping_item(inner)) is not None:
             return self._named(node, item_type, path)
         if (literal := literal_choices(inner)) is not None:
@@ -345,14 +352,15 @@ class _Builder:
                 items[key_node.value] = value
         return items
 
-    def _tuple(self, node: yaml.Node, item_type: Any, path: str) -> Any:
+    def _tuple(self, node: yaml.Node, item_type: Any, path: str, meta: Mapping) -> Any:
+        """A list; a numeric item takes the field's bounds (`ladder: [..]` rates are bounded)."""
         if not isinstance(node, yaml.SequenceNode):
             return self._mismatch(node, tuple[item_type, ...], path)
         items = []
         for index, item_node in enumerate(node.value):
             child = join_index(path, index)
             self.locations[child] = self.where(item_node)
-            value = self._value(item_node, item_type, child, {}, None)
+            value = self._value(item_node, item_type, child, meta, None)
             if value is not INVALID:
                 items.append(value)
         return tuple(items)
