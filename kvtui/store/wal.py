@@ -162,7 +162,7 @@ class Log:
         if apply_record is not None:
             apply = _record_splitter(apply_record, apply, counted)
         try:
-            sc = rc.recover(fs, directory, mode=mode, load_snapshot=load_snapshot, apply=apply)
+            sc = rc.recover(fs, directory, mode=mode, load_snapshot=load_snapshot, apply=apply, fsync=fsync)
             if apply_record is not None:
                 sc.report.records_replayed = counted[0]
             log._position(sc)
