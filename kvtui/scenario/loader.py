@@ -103,6 +103,8 @@ def _read_yaml(path: Path, file: str) -> yaml.Node:
     """The file's YAML node tree; InputError for a missing, unreadable, malformed, empty or
     oversized file (size, depth and alias expansion are bounded while composing: safe_yaml.py)."""
     try:
+        if (kind := _special_file(path)) is not None:  # reading a fifo would block forever
+            raise InputError.one(file, None, f"is {kind}, not a scenario file")
         if path.is_file() and path.stat().st_size > safe_yaml.MAX_BYTES:
             raise InputError.one(file, None, f"more than {safe_yaml.MAX_BYTES:,} bytes, the limit of a scenario file")
         data = path.read_bytes()
@@ -132,6 +134,24 @@ def _read_yaml(path: Path, file: str) -> yaml.Node:
     if root is None:
         raise InputError.one(file, None, "the scenario file is empty")
     return root
+
+
+def _special_file(path: Path) -> str | None:
+    """"a fifo", "a character device", ... for an existing path that is neither a regular file
+    nor a directory (those two get their own messages); None otherwise."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, kind in ((stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def _yaml_error_message(e: yaml.MarkedYAMLError) -> str:
@@ -471,6 +491,9 @@ class _Builder:
         resolved = Path(os.path.abspath(base / Path(trace.path).expanduser()))
         if not resolved.exists():
             self.report_at(key, f"{key}: trace {trace.path!r} not found (looked for {resolved})")
+            return trace
+        if (kind := _special_file(resolved)) is not None:
+            self.report_at(key, f"{key}: trace {trace.path!r} is {kind}, not a file or a directory")
             return trace
         return dataclasses.replace(trace, path=str(resolved))
 
