@@ -13,7 +13,8 @@ The estimate is deliberately simple and says so: requests from the stop conditio
 arrival process (the stepwise rate schedule integrated exactly over the horizon), peak KV
 blocks from each node's capacity (every block of a pool is allocated up front), memory as
 blocks x `BYTES_PER_BLOCK` + requests x `BYTES_PER_REQUEST` + the prompts in flight, run time
-as requests x `SECONDS_PER_REQUEST` + blocks x `SECONDS_PER_BLOCK`. The four constants were
+as requests x `SECONDS_PER_REQUEST` + blocks x `SECONDS_PER_BLOCK` + the roofline model's
+scheduler steps x `SECONDS_PER_ITERATION`. The four constants were
 measured on this project's shipped scenarios (`pressure`, `maas`, `workload-a-small`,
 `big-cluster`: 140-200 B per pool block, 5-50 kB peak per request, mostly what is in flight, 1.4-1.9 ms per request,
 0.4 us per block to build) and rounded up; expect the run-time figure within a factor of a few.
@@ -37,6 +38,7 @@ BYTES_PER_REQUEST = 20_000
 BYTES_PER_TOKEN_IN_FLIGHT = 8  # a token id (the block keys are a sixteenth of that)
 SECONDS_PER_REQUEST = 0.002
 SECONDS_PER_BLOCK = 4e-7
+SECONDS_PER_ITERATION = 1e-4  # roofline: one scheduler step (measured 63 us on a 400k-token prefill in 16-token chunks)
 DEFAULT_SECONDS_BUDGET = 3600.0
 
 
@@ -86,11 +88,11 @@ def estimate(scenario: Scenario, trace_requests: int | None = None) -> Cost:
     cost.peak_blocks = sum(node_capacity(scenario, spec) for spec in scenario.cluster.nodes)
     w = scenario.workload
     if w.trace is not None:
-        requests, ends_by, longest, mean_context = _trace(scenario, trace_requests)
+        requests, ends_by, longest, mean_context, mean_output = _trace(scenario, trace_requests)
     elif w.shared_prefix is not None:
-        requests, ends_by, longest, mean_context = _shared_prefix(scenario, cost)
+        requests, ends_by, longest, mean_context, mean_output = _shared_prefix(scenario, cost)
     else:
-        requests, ends_by, longest, mean_context = _synthetic(scenario, cost)
+        requests, ends_by, longest, mean_context, mean_output = _synthetic(scenario, cost)
     cost.ends_by = ends_by
     cost.requests = 0 if requests is None else int(min(requests, 1e15))
     cost.longest_request_tokens = int(min(longest, 1e15))
@@ -101,7 +103,20 @@ def estimate(scenario: Scenario, trace_requests: int | None = None) -> Cost:
     cost.memory_bytes = int(cost.peak_blocks * BYTES_PER_BLOCK + cost.requests * BYTES_PER_REQUEST
                             + in_flight * mean_context * BYTES_PER_TOKEN_IN_FLIGHT)
     cost.seconds = cost.requests * SECONDS_PER_REQUEST + cost.peak_blocks * SECONDS_PER_BLOCK
+    cost.seconds += _iterations(scenario, cost.requests, mean_context, mean_output) * SECONDS_PER_ITERATION
     return cost
+
+
+def _iterations(scenario: Scenario, requests: int, mean_context: float, mean_output: float) -> float:
+    """roofline: scheduler steps. A step's token budget (`max_num_batched_tokens`) is shared by
+    everything in it, so prefill takes prompt tokens / budget steps whatever the batching; decode
+    takes a step per output token, shared by up to `max_num_seqs` requests. The smallest node
+    counts (a pessimist's choice). The linear model serves a request in one go: no steps."""
+    if scenario.latency.model != "roofline" or not scenario.cluster.nodes:
+        return 0.0
+    budget = min(n.max_num_batched_tokens for n in scenario.cluster.nodes)
+    seqs = min(n.max_num_seqs for n in scenario.cluster.nodes)
+    return requests * (mean_context / budget + mean_output / seqs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,7 +190,7 @@ def _never_ends(scenario: Scenario, cost: Cost, why: str, counts: str) -> None:
         cost.limits.append(("workload", f"the workload never ends: set {counts}, workload.duration_s or until_s"))
 
 
-def _synthetic(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float, float]:
+def _synthetic(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float, float, float]:
     w = scenario.workload
     groups = w.groups or ()
     turns_mean = max((max(1.0, mean(g.turns)) for g in groups), default=1.0)
@@ -191,11 +206,12 @@ def _synthetic(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float
     longest = max((_group_longest(g) for g in groups), default=0.0)
     mean_context = max((g.system_prompt_tokens + max(1.0, mean(g.turns)) / 2 * (mean(g.question_tokens) + mean(g.output_tokens))
                         for g in groups), default=0.0)
+    mean_output = max((max(1.0, mean(g.output_tokens)) for g in groups), default=1.0)
     if not options:
         _never_ends(scenario, cost, by, "workload.requests or workload.sessions")
-        return None, "never ends", longest, mean_context
+        return None, "never ends", longest, mean_context, mean_output
     requests, ends_by = min(options)
-    return requests, ends_by, longest, mean_context
+    return requests, ends_by, longest, mean_context, mean_output
 
 
 def _group_longest(g) -> float:
@@ -204,7 +220,7 @@ def _group_longest(g) -> float:
     return g.system_prompt_tokens + turns * (upper(g.question_tokens) + 1 + upper(g.output_tokens) + 1)
 
 
-def _shared_prefix(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float, float]:
+def _shared_prefix(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float, float, float]:
     w, sp = scenario.workload, scenario.workload.shared_prefix
     users = sp.num_groups * sp.num_prompts_per_group
     options: list[tuple[float, str]] = []
@@ -223,21 +239,21 @@ def _shared_prefix(scenario: Scenario, cost: Cost) -> tuple[float | None, str, f
     o_mean = mean(sp.output_dist) if sp.output_dist else sp.output_len
     if not options:
         _never_ends(scenario, cost, by, "workload.requests or shared_prefix.rounds")
-        return None, "never ends", system + question + output, system + question
+        return None, "never ends", system + question + output, system + question, o_mean
     requests, ends_by = min(options)
     rounds = max(1.0, requests / users) if sp.multi_turn else 1.0
     longest = system + rounds * (question + output + 2)
     if sp.max_context_tokens is not None:
         longest = min(longest, sp.max_context_tokens + question + output + 2)
-    return requests, ends_by, longest, min(longest, sp.system_prompt_len + q_mean + rounds / 2 * (q_mean + o_mean))
+    return requests, ends_by, longest, min(longest, sp.system_prompt_len + q_mean + rounds / 2 * (q_mean + o_mean)), o_mean
 
 
-def _trace(scenario: Scenario, trace_requests: int | None) -> tuple[float | None, str, float, float]:
+def _trace(scenario: Scenario, trace_requests: int | None) -> tuple[float | None, str, float, float, float]:
     """A trace ends by itself; lengths are the trace reader's to bound (it checks each line)."""
     trace = scenario.workload.trace
     counts = [n for n in (trace.limit, trace_requests, scenario.workload.requests) if n is not None]
     requests = min(counts) if counts else 0
-    return requests, "the trace's end" if counts else "the trace's end (length unknown)", 0.0, 0.0
+    return requests, "the trace's end" if counts else "the trace's end (length unknown)", 0.0, 0.0, 0.0
 
 
 def _concurrency(scenario: Scenario) -> int:
