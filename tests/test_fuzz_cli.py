@@ -38,6 +38,12 @@ BASE = {
 RUN_ESTIMATE_CAP_S = 5.0  # validate-accepted scenarios estimated above this are not run (counted)
 
 
+@pytest.fixture(autouse=True)
+def _in_a_temporary_directory(tmp_path, monkeypatch):
+    """Generated scenarios name relative paths (`metadata.dir: a`): keep what they write here."""
+    monkeypatch.chdir(tmp_path)
+
+
 def _leaf_paths() -> list[tuple[tuple, object, dict]]:
     """(path as keys/indexes, type, metadata) of every leaf field of the model, one item deep."""
     out = []
@@ -347,6 +353,8 @@ def test_examples_of_the_issue(tmp_path):
                  ["--set", "name=" + "[" * 900 + "]" * 900]):
         out = call(["validate", str(base), *args])
         assert out.kind == "refused", (args, out.describe())
+    out = call(["validate", str(base), "--set", "cluster.nodes.0.name=" + "n" * 70_000])
+    assert out.kind == "refused" and "longer than 4,096 characters" in out.err
     out = call(["run", str(base), "--seed", "-1"])
     assert out.kind == "refused" and "--seed" in out.err
     # a million closed-loop users: over the budget, and --force is what lets it through validate

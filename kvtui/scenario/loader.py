@@ -57,6 +57,8 @@ PLAIN_TAGS = {
     "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map",
 }
 
+MAX_STRING = 4096  # the upper bound of every text field (names, descriptions, paths)
+
 # Returned instead of a value that could not be built; its problem is already reported.
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
 
@@ -401,6 +403,9 @@ class _Builder:
         if not isinstance(node, yaml.ScalarNode):
             return self._mismatch(node, tp, path)
         if tp is str:
+            if len(node.value) > MAX_STRING:  # names travel into the store (names <= 64 KiB) and onto screens
+                self.report(node, f"{_label(path)}: longer than {MAX_STRING:,} characters ({len(node.value):,})", path)
+                return INVALID
             return self._choice(node, path, choices) if choices else node.value
         if tp is bool:
             return self._construct(node) if node.tag == BOOL_TAG else self._mismatch(node, tp, path)

@@ -92,7 +92,8 @@ def _damage(d: str, kind: str, rng: random.Random) -> None:
             f.write(b"not a directory")
 
 
-def test_fuzz_wal_directories(tmp_path_factory):
+def test_fuzz_wal_directories(tmp_path_factory, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     tally = Tally("wal_directories")
     root = tmp_path_factory.mktemp("walfuzz")
     base = _base_log(root)
