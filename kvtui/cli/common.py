@@ -9,7 +9,6 @@ import os
 import stat
 import tempfile
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvtui.errors import InputError

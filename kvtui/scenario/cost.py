@@ -128,7 +128,7 @@ def _horizon(scenario: Scenario) -> float | None:
     return min(times) if times else None
 
 
-def _starts(scenario: Scenario, cost: Cost, out_min: float, turns_mean: float) -> tuple[float | None, str]:
+def _starts(scenario: Scenario, out_min: float, turns_mean: float) -> tuple[float | None, str]:
     """Sessions (or shared-prefix requests) begun within the horizon: (count, by what), or (None, why not)."""
     arrival, horizon = scenario.workload.arrival, _horizon(scenario)
     if horizon is None:
@@ -200,7 +200,7 @@ def _synthetic(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float
     if w.sessions is not None:
         options.append((w.sessions * turns_mean, f"{w.sessions:,} sessions"))
     out_min = min((upper_low(g.output_tokens) for g in groups), default=1.0)
-    starts, by = _starts(scenario, cost, out_min, turns_mean)
+    starts, by = _starts(scenario, out_min, turns_mean)
     if starts is not None:
         options.append((starts * turns_mean, by))
     longest = max((_group_longest(g) for g in groups), default=0.0)
@@ -229,7 +229,7 @@ def _shared_prefix(scenario: Scenario, cost: Cost) -> tuple[float | None, str, f
     if sp.rounds is not None:
         options.append((sp.rounds * users, f"{sp.rounds} rounds of {users:,} users"))
     out_min = upper_low(sp.output_dist) if sp.output_dist else sp.output_len * (1 - sp.output_spread)
-    starts, by = _starts(scenario, cost, out_min, 1.0)
+    starts, by = _starts(scenario, out_min, 1.0)
     if starts is not None:
         options.append((starts, by))
     system = sp.system_prompt_len * (1 + sp.system_prompt_spread)
