@@ -242,11 +242,11 @@ def test_unsafe_yaml_tags_are_refused(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("seed: -1\n", "seed: must be >= 0, got -1"),
+        ("seed: -1\n", "seed: must be between 0 and 9223372036854775807, got -1"),
         ("cluster:\n  block_size: 5000\n", "cluster.block_size: must be between 1 and 4096, got 5000"),
         ("cluster:\n  nodes:\n    - gpu_memory_utilization: 1.5\n",
          "cluster.nodes[0].gpu_memory_utilization: must be between 0.05 and 1, got 1.5"),
-        ("workload:\n  groups:\n    - turns: -2\n", "workload.groups[0].turns: must be >= 0, got -2"),
+        ("workload:\n  groups:\n    - turns: -2\n", "workload.groups[0].turns: must be between 0 and 1000000000, got -2"),
     ],
 )
 def test_out_of_range(tmp_path, text, message):
@@ -472,7 +472,7 @@ def test_all_problems_are_collected_in_file_order(tmp_path):
     assert [line for _, line, _ in found] == [1, 3, 6, 8, 10]
     assert all(file == str(path) for file, _, _ in found)
     rendered = str(InputError(found))
-    assert rendered.splitlines()[0] == f"{path}:1: seed: must be >= 0, got -1"
+    assert rendered.splitlines()[0] == f"{path}:1: seed: must be between 0 and 9223372036854775807, got -1"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,10 +616,10 @@ def test_schema_details():
     assert (block_size["type"], block_size["minimum"], block_size["maximum"]) == ("integer", 1, 4096)
     assert defs["Latency"]["properties"]["model"]["enum"] == ["linear", "roofline"]
     turns = defs["PrefixGroup"]["properties"]["turns"]
-    assert {"type": "number", "minimum": 0} in turns["anyOf"]
+    assert {"type": "number", "minimum": 0, "maximum": 1e9} in turns["anyOf"]
     assert {"$ref": "#/$defs/Dist"} in turns["anyOf"]
     kv_blocks = defs["NodeSpec"]["properties"]["kv_blocks"]
-    assert kv_blocks["anyOf"] == [{"type": "integer", "minimum": 1}, {"type": "null"}]
+    assert kv_blocks["anyOf"] == [{"type": "integer", "minimum": 1, "maximum": 100_000_000}, {"type": "null"}]
     assert defs["Workload"]["properties"]["groups"]["type"] == "array"
     assert "round_robin" in defs["Router"]["properties"]["policy"]["enum"]
     assert schema["properties"]["cluster"]["$ref"] == "#/$defs/Cluster"

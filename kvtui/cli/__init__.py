@@ -3,8 +3,9 @@
 One module per command; `COMMANDS` names each with the function that runs it and the line the
 top-level help shows, so adding a command is one file and one entry here.
 
-Exit codes: 0 success, 2 bad input (usage, scenario, trace, WAL), 1 anything else. Bad input is
-reported as `file:line: message` lines, never as a Python traceback.
+Exit codes: 0 success; 2 bad input or environment the user controls (usage, scenario, trace,
+WAL, files, permissions, a held lock), as `file:line: message` lines; 1 a bug in kvtui, one line
+with a hint to report it. Never a Python traceback unless KVTUI_DEBUG=1 (see boundary.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 
 from kvtui import __version__
 from kvtui.cli.common import Parser, UsageError, run_once
-from kvtui.errors import InputError
+from kvtui.cli.boundary import report
 
 __all__ = ["COMMANDS", "main", "run_once", "UsageError"]
 
@@ -71,18 +72,15 @@ def dispatch(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; every exception ends here as one message and an exit code (boundary.py)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         return dispatch(argv)
     except SystemExit as e:  # argparse --help / --version
-        return int(e.code or 0)
-    except UsageError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    except InputError as e:
-        print(e.render(), file=sys.stderr)
-        return 2
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:  # noqa: BLE001 - the one boundary: mapped by class in boundary.py
+        return report(e)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from kvtui.cli.common import Parser, add_run_options, check_policy, load
+from kvtui.cli.crash import report_crash
 
 
 def main(argv: list[str]) -> int:
@@ -26,7 +27,12 @@ def main(argv: list[str]) -> int:
         )
         return 1
     app = make_app(scenario, seed=args.seed, policy=args.policy, theme=args.theme)
-    app.run()
+    try:
+        app.run()
+    except Exception as e:  # noqa: BLE001 - raised before Textual could catch it: still a crash
+        return report_crash(e, argv)
+    if app.return_code:  # Textual caught a crash, restored the terminal and returned (crash.py)
+        return report_crash(getattr(app, "_exception", None), argv)
     return 0
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
+import tempfile
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvtui.errors import InputError
@@ -38,7 +40,7 @@ def add_run_options(p: argparse.ArgumentParser, policy: bool = True, many: bool 
         p.add_argument("scenario", help="scenario YAML file")
     if policy:
         p.add_argument("--policy", help=policy_help())
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--seed", type=seed_value, help=f"override the scenario's seed (0 to {SEED_MAX})")
     p.add_argument(
         "--set",
         dest="overrides",
@@ -47,12 +49,61 @@ def add_run_options(p: argparse.ArgumentParser, policy: bool = True, many: bool 
         metavar="KEY=VALUE",
         help="override a scenario field, e.g. --set cluster.nodes.0.kv_blocks=64 (repeatable)",
     )
+    add_force_option(p)
 
 
-def load(args) -> "Scenario":
+def add_force_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="run a scenario even when its cost estimate is over the budget (see `kvtui validate`)")
+
+
+SEED_MAX = 2**63 - 1  # the scenario's `seed` bound too (model.py); SeedSequence refuses negatives
+
+
+def seed_value(text: str) -> int:
+    """`--seed`: an integer in [0, SEED_MAX], else a usage error (argparse reports it, exit 2)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= seed <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {SEED_MAX}, got {text}")
+    return seed
+
+
+def load(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "Scenario":
+    """Load the scenario (with `--set` and then `extra` overrides); refuse one over the cost
+    budget unless `--force` (scenario/cost.py)."""
     from kvtui.scenario import load_scenario
 
-    return load_scenario(args.scenario, args.overrides)
+    scenario = load_scenario(args.scenario, [*args.overrides, *extra], limits=True)
+    if budget and not getattr(args, "force", False):
+        check_budget(args.scenario, scenario, cost_of(scenario))
+    return scenario
+
+
+def cost_of(scenario: "Scenario"):
+    from kvtui.scenario.cost import estimate
+
+    return estimate(scenario, trace_requests=trace_lines(scenario))
+
+
+def check_budget(file: str, scenario: "Scenario", cost) -> None:
+    over = cost.over_budget()
+    if over:
+        raise InputError([(file, None, f"over budget: {why}; --force to run it anyway") for why in over])
+
+
+def trace_lines(scenario: "Scenario") -> int | None:
+    """Lines of a one-file trace (an upper bound on its requests), counted without parsing."""
+    trace = scenario.workload.trace
+    if trace is None or trace.format == "weka" or not os.path.isfile(trace.path):
+        return None
+    lines = 0
+    with open(trace.path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            lines += chunk.count(b"\n")
+    return lines + 1
 
 
 def check_policy(name: str | None) -> None:
@@ -84,13 +135,58 @@ def run_once(scenario, seed: int | None = None, policy: str | None = None, label
 
 
 def write_json(path: str, doc: dict) -> None:
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
+    write_output(path, json.dumps(doc, indent=2) + "\n", "the result")
+
+
+def write_output(path: str, text: str, what: str) -> None:
+    """Write `text` to `path` atomically, and only ever as a regular file.
+
+    A temporary file in the same directory is written, fsynced and renamed over the target,
+    so a reader sees the old file or the new one, never half of one. A target that exists and
+    is not a regular file -- a symlink, a fifo, a device, a directory -- is refused: renaming
+    over it would silently replace it (the fuzz campaign of issue 10 found exactly that).
+    """
     try:
-        tmp.write_text(json.dumps(doc, indent=2) + "\n")
-        tmp.replace(target)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
     except OSError as e:
-        raise InputError.one(path, None, f"cannot write the result: {e.strerror}") from None
+        raise InputError.one(path, None, f"cannot write {what}: {e.strerror}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = _file_kind(st.st_mode)
+        raise InputError.one(path, None, f"cannot write {what}: it is {kind}, not a regular file; give a file path")
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise InputError.one(path, None, f"cannot write {what}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def print_workload_notes(sim) -> None:

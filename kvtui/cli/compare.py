@@ -48,7 +48,6 @@ def _ladder_rates(args, scenario) -> list[float]:
 
 def main(argv: list[str]) -> int:
     from kvtui.report import compare_table, ladder_tables, print_table
-    from kvtui.scenario import load_scenario
 
     p = Parser(
         prog="kvtui compare",
@@ -83,9 +82,7 @@ def main(argv: list[str]) -> int:
         rates = _ladder_rates(args, load(args))
         for rate in rates:
             # `schedule=[]` drops any stepwise rate changes, so the step's rate holds throughout.
-            scenario = load_scenario(
-                args.scenario, [*args.overrides, f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"]
-            )
+            scenario = load(args, extra=(f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"))
             for name in policies:
                 sim, doc = run_once(scenario, args.seed, name, label=f"{rate:g} req/s {name or scenario.router.policy}")
                 doc["ladder"] = {"rate": rate}
@@ -94,7 +91,7 @@ def main(argv: list[str]) -> int:
     elif args.sweep:
         key, values = _parse_sweep(args.sweep)
         for value in values:
-            scenario = load_scenario(args.scenario, [*args.overrides, f"{key}={value}"])
+            scenario = load(args, extra=(f"{key}={value}",))
             for name in policies:
                 sim, doc = run_once(scenario, args.seed, name, label=f"{key}={value} {name or scenario.router.policy}")
                 doc["label"] = f"{key.rsplit('.', 1)[-1]}={value}" + (f" {doc['policy']}" if len(policies) > 1 else "")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 
-from kvtui.cli.common import Parser, load
+from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load
 
 
 def main(argv: list[str]) -> int:
-    p = Parser(prog="kvtui validate", description="Check a scenario file; every problem as file:line: message.")
+    p = Parser(prog="kvtui validate", description=(
+        "Check a scenario file; every problem as file:line: message. Prints a cost estimate "
+        "(requests, peak KV blocks, memory, run time) and refuses a scenario over the budget."))
     p.add_argument("scenario")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    add_force_option(p)
     args = p.parse_args(argv)
-    scenario = load(args)
+    scenario = load(args, budget=False)
     if scenario.workload.trace is not None:
         # Read the whole trace now, so a broken line is reported here rather than mid-run.
         import numpy as np
@@ -25,6 +28,10 @@ def main(argv: list[str]) -> int:
         notes = workload.notes()
     else:
         notes = []
+    cost = cost_of(scenario)
+    print(f"{args.scenario}: {cost.summary()}")
+    if not args.force:
+        check_budget(args.scenario, scenario, cost)
     print(f"{args.scenario}: ok ({scenario.name}: {len(scenario.cluster.nodes)} nodes, policy {scenario.router.policy})")
     for line in notes:
         print(f"  {line}")

@@ -22,6 +22,8 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from kvtui.errors import InputError
+from kvtui.scenario import safe_yaml
+from kvtui.scenario.cost import estimate
 from kvtui.scenario.model import Dist, Scenario, ScriptedEvent, Trace
 from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
 from kvtui.scenario.schema import (
@@ -55,15 +57,20 @@ PLAIN_TAGS = {
     "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map",
 }
 
+MAX_STRING = 4096  # the upper bound of every text field (names, descriptions, paths)
+
 # Returned instead of a value that could not be built; its problem is already reported.
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
 
 
-def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
+def load_scenario(path: str | Path, overrides: Sequence[str] = (), limits: bool = False) -> Scenario:
     """Read, override, build and check a scenario file; raise InputError listing every problem.
 
     `overrides` are `dotted.key=value` strings (the CLI's `--set`), applied to the YAML tree
-    before building so that overridden values are validated like the file's own.
+    before building so that overridden values are validated like the file's own. `limits`
+    (the CLI sets it) adds the checks that make "valid" mean "runs to an end": the workload
+    ends and no request is too long (kvtui.scenario.cost). Library callers that drive a
+    simulation step by step may leave it off.
     """
     file = str(path)
     overrides = [overrides] if isinstance(overrides, str) else list(overrides)
@@ -81,6 +88,9 @@ def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
     scenario = builder.build(root)
     if scenario is not INVALID:
         _check_scenario(scenario, builder)
+    if limits and scenario is not INVALID and not builder.problems:
+        for key, message in estimate(scenario).limits:  # the workload ends; no request is too long
+            builder.report_at(key, f"{key}: {message}")
     problems = builder.sorted_problems([override_source(text) for text in overrides])
     if problems:
         raise InputError(problems)
@@ -92,8 +102,13 @@ def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
 
 
 def _read_yaml(path: Path, file: str) -> yaml.Node:
-    """The file's YAML node tree; InputError for a missing, unreadable, malformed or empty file."""
+    """The file's YAML node tree; InputError for a missing, unreadable, malformed, empty or
+    oversized file (size, depth and alias expansion are bounded while composing: safe_yaml.py)."""
     try:
+        if (kind := _special_file(path)) is not None:  # reading a fifo would block forever
+            raise InputError.one(file, None, f"is {kind}, not a scenario file")
+        if path.is_file() and path.stat().st_size > safe_yaml.MAX_BYTES:
+            raise InputError.one(file, None, f"more than {safe_yaml.MAX_BYTES:,} bytes, the limit of a scenario file")
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError.one(file, None, "no such file") from None
@@ -107,7 +122,9 @@ def _read_yaml(path: Path, file: str) -> yaml.Node:
         line = data[: e.start].count(b"\n") + 1
         raise InputError.one(file, line, f"not UTF-8 text (byte 0x{data[e.start]:02x})") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = safe_yaml.compose(text)
+    except safe_yaml.YAMLLimitError as e:
+        raise InputError.one(file, e.line, e.message) from None
     except yaml.MarkedYAMLError as e:
         raise InputError.one(file, _mark_line(e.problem_mark), _yaml_error_message(e)) from None
     except yaml.reader.ReaderError as e:
@@ -116,11 +133,27 @@ def _read_yaml(path: Path, file: str) -> yaml.Node:
         raise InputError.one(file, line, f"YAML syntax error: {e.reason} ({char})") from None
     except yaml.YAMLError as e:
         raise InputError.one(file, None, f"YAML syntax error: {e}") from None
-    except RecursionError:
-        raise InputError.one(file, None, "YAML syntax error: nested too deeply") from None
     if root is None:
         raise InputError.one(file, None, "the scenario file is empty")
     return root
+
+
+def _special_file(path: Path) -> str | None:
+    """"a fifo", "a character device", ... for an existing path that is neither a regular file
+    nor a directory (those two get their own messages); None otherwise."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, kind in ((stat.S_ISFIFO, "a fifo"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def _yaml_error_message(e: yaml.MarkedYAMLError) -> str:
@@ -246,7 +279,7 @@ class _Builder:
         if is_dataclass_type(inner):
             return self._dataclass(node, inner, path)
         if (item_type := tuple_item(inner)) is not None:
-            return self._tuple(node, item_type, path)
+            return self._tuple(node, item_type, path, meta)
         if (item_type := mapping_item(inner)) is not None:
             return self._named(node, item_type, path)
         if (literal := literal_choices(inner)) is not None:
@@ -341,14 +374,15 @@ class _Builder:
                 items[key_node.value] = value
         return items
 
-    def _tuple(self, node: yaml.Node, item_type: Any, path: str) -> Any:
+    def _tuple(self, node: yaml.Node, item_type: Any, path: str, meta: Mapping) -> Any:
+        """A list; a numeric item takes the field's bounds (`ladder: [..]` rates are bounded)."""
         if not isinstance(node, yaml.SequenceNode):
             return self._mismatch(node, tuple[item_type, ...], path)
         items = []
         for index, item_node in enumerate(node.value):
             child = join_index(path, index)
             self.locations[child] = self.where(item_node)
-            value = self._value(item_node, item_type, child, {}, None)
+            value = self._value(item_node, item_type, child, meta, None)
             if value is not INVALID:
                 items.append(value)
         return tuple(items)
@@ -369,6 +403,9 @@ class _Builder:
         if not isinstance(node, yaml.ScalarNode):
             return self._mismatch(node, tp, path)
         if tp is str:
+            if len(node.value) > MAX_STRING:  # names travel into the store (names <= 64 KiB) and onto screens
+                self.report(node, f"{_label(path)}: longer than {MAX_STRING:,} characters ({len(node.value):,})", path)
+                return INVALID
             return self._choice(node, path, choices) if choices else node.value
         if tp is bool:
             return self._construct(node) if node.tag == BOOL_TAG else self._mismatch(node, tp, path)
@@ -459,6 +496,9 @@ class _Builder:
         resolved = Path(os.path.abspath(base / Path(trace.path).expanduser()))
         if not resolved.exists():
             self.report_at(key, f"{key}: trace {trace.path!r} not found (looked for {resolved})")
+            return trace
+        if (kind := _special_file(resolved)) is not None:
+            self.report_at(key, f"{key}: trace {trace.path!r} is {kind}, not a file or a directory")
             return trace
         return dataclasses.replace(trace, path=str(resolved))
 

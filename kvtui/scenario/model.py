@@ -33,14 +33,14 @@ class Dist:
     dist: Literal["fixed", "uniform", "normal", "lognormal"] = field(
         default="fixed", metadata=doc("distribution family")
     )
-    value: float = field(default=0.0, metadata=doc("the value of a fixed distribution", min=0))
-    low: float = field(default=0.0, metadata=doc("uniform: lower bound", min=0))
-    high: float = field(default=0.0, metadata=doc("uniform: upper bound", min=0))
-    mean: float = field(default=0.0, metadata=doc("normal/lognormal: mean", min=0))
-    std: float = field(default=0.0, metadata=doc("normal: standard deviation", min=0))
-    sigma: float = field(default=0.5, metadata=doc("lognormal: sigma of the log", min=0))
-    min: float | None = field(default=None, metadata=doc("clip below at this value", min=0))
-    max: float | None = field(default=None, metadata=doc("clip above at this value", min=0))
+    value: float = field(default=0.0, metadata=doc("the value of a fixed distribution", min=0, max=1e9))
+    low: float = field(default=0.0, metadata=doc("uniform: lower bound", min=0, max=1e9))
+    high: float = field(default=0.0, metadata=doc("uniform: upper bound", min=0, max=1e9))
+    mean: float = field(default=0.0, metadata=doc("normal/lognormal: mean", min=0, max=1e9))
+    std: float = field(default=0.0, metadata=doc("normal: standard deviation", min=0, max=1e9))
+    sigma: float = field(default=0.5, metadata=doc("lognormal: sigma of the log", min=0, max=10))
+    min: float | None = field(default=None, metadata=doc("clip below at this value", min=0, max=1e9))
+    max: float | None = field(default=None, metadata=doc("clip above at this value", min=0, max=1e9))
 
 
 def fixed(value: float) -> Dist:
@@ -51,8 +51,8 @@ def fixed(value: float) -> Dist:
 class RatePoint:
     """From sim time `at` on, the open-loop arrival rate is `rate` sessions per second."""
 
-    at: float = field(default=0.0, metadata=doc("sim time in seconds", min=0))
-    rate: float = field(default=1.0, metadata=doc("sessions per second", min=0))
+    at: float = field(default=0.0, metadata=doc("sim time in seconds", min=0, max=1e9))
+    rate: float = field(default=1.0, metadata=doc("sessions per second", min=0, max=1e6))
 
 
 @dataclass(frozen=True)
@@ -68,15 +68,15 @@ class Arrival:
     process: Literal["poisson", "gamma", "closed_loop"] = field(
         default="poisson", metadata=doc("arrival process")
     )
-    rate: float = field(default=1.0, metadata=doc("sessions per second (open loop)", min=0))
+    rate: float = field(default=1.0, metadata=doc("sessions per second (open loop)", min=0, max=1e6))
     burstiness: float = field(
-        default=1.0, metadata=doc("gamma: squared coefficient of variation of the gaps", min=0.01)
+        default=1.0, metadata=doc("gamma: squared coefficient of variation of the gaps", min=0.01, max=1e4)
     )
-    users: int = field(default=1, metadata=doc("closed loop: concurrent users", min=1))
+    users: int = field(default=1, metadata=doc("closed loop: concurrent users", min=1, max=100_000))
     think_time_s: Dist = field(default_factory=lambda: fixed(0.0), metadata=doc("closed loop: pause between sessions"))
     schedule: tuple[RatePoint, ...] = field(default=(), metadata=doc("open loop: stepwise rate changes"))
     ladder: tuple[float, ...] = field(
-        default=(), metadata=doc("rates for `kvtui compare --ladder`: one run per step at that constant rate")
+        default=(), metadata=doc("rates for `kvtui compare --ladder`: one run per step at that constant rate", min=0, max=1e6)
     )
 
 
@@ -88,8 +88,8 @@ class SLO:
     (predicted_latency) read them, and the results count attainment and goodput against them.
     """
 
-    ttft_ms: float | None = field(default=None, metadata=doc("time-to-first-token objective in ms; absent: none", min=0))
-    tpot_ms: float | None = field(default=None, metadata=doc("time-per-output-token objective in ms; absent: none", min=0))
+    ttft_ms: float | None = field(default=None, metadata=doc("time-to-first-token objective in ms; absent: none", min=0, max=1e9))
+    tpot_ms: float | None = field(default=None, metadata=doc("time-per-output-token objective in ms; absent: none", min=0, max=1e9))
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,8 @@ class PrefixGroup:
     """
 
     name: str = field(default="group", metadata=doc("label shown on screen and in events"))
-    weight: float = field(default=1.0, metadata=doc("relative share of new sessions", min=0))
-    system_prompt_tokens: int = field(default=0, metadata=doc("tokens of the shared system prompt", min=0))
+    weight: float = field(default=1.0, metadata=doc("relative share of new sessions", min=0, max=1e6))
+    system_prompt_tokens: int = field(default=0, metadata=doc("tokens of the shared system prompt", min=0, max=1_048_576))
     question_tokens: Dist = field(default_factory=lambda: fixed(128), metadata=doc("new tokens a user adds each turn"))
     output_tokens: Dist = field(default_factory=lambda: fixed(128), metadata=doc("tokens generated per turn"))
     turns: Dist = field(default_factory=lambda: fixed(1), metadata=doc("requests per session"))
@@ -123,9 +123,9 @@ class Trace:
 
     format: Literal["mooncake", "azure", "weka"] = field(default="mooncake", metadata=doc("trace file format"))
     path: str = field(default="", metadata=doc("trace file (or directory of weka sessions), relative to the scenario"))
-    limit: int | None = field(default=None, metadata=doc("replay at most this many requests", min=1))
-    time_scale: float = field(default=1.0, metadata=doc("multiply inter-arrival gaps by this", min=0.0001))
-    start_s: float = field(default=0.0, metadata=doc("skip the trace's first seconds", min=0))
+    limit: int | None = field(default=None, metadata=doc("replay at most this many requests", min=1, max=10_000_000))
+    time_scale: float = field(default=1.0, metadata=doc("multiply inter-arrival gaps by this", min=0.0001, max=1e6))
+    start_s: float = field(default=0.0, metadata=doc("skip the trace's first seconds", min=0, max=1e9))
     skip_invalid: bool = field(
         default=False, metadata=doc("skip invalid records (and say how many) instead of stopping with their lines")
     )
@@ -179,9 +179,9 @@ class SharedPrefix:
     multi_turn: bool = field(
         default=True, metadata=doc("each round appends the previous question and answer (inference-perf enable_multi_turn_chat)")
     )
-    rounds: int | None = field(default=None, metadata=doc("stop after every user has sent this many requests", min=1))
+    rounds: int | None = field(default=None, metadata=doc("stop after every user has sent this many requests", min=1, max=1_000_000))
     max_context_tokens: int | None = field(
-        default=None, metadata=doc("multi_turn: drop the oldest rounds while prompt + output exceed this", min=1)
+        default=None, metadata=doc("multi_turn: drop the oldest rounds while prompt + output exceed this", min=1, max=4_194_304)
     )
     slo: SLO | None = field(default=None, metadata=doc("latency objectives of every request"))
     sheddable: bool = field(
@@ -198,9 +198,9 @@ class Workload:
     group_order: Literal["weighted", "cycle"] = field(
         default="weighted", metadata=doc("pick each new session's group at random by weight, or cycle through them")
     )
-    sessions: int | None = field(default=None, metadata=doc("stop after starting this many sessions", min=1))
-    requests: int | None = field(default=None, metadata=doc("stop after this many requests arrived", min=1))
-    duration_s: float | None = field(default=None, metadata=doc("no new sessions after this sim time", min=0))
+    sessions: int | None = field(default=None, metadata=doc("stop after starting this many sessions", min=1, max=10_000_000))
+    requests: int | None = field(default=None, metadata=doc("stop after this many requests arrived", min=1, max=10_000_000))
+    duration_s: float | None = field(default=None, metadata=doc("no new sessions after this sim time", min=0, max=1e9))
     trace: Trace | None = field(default=None, metadata=doc("replay a trace instead of synthetic groups"))
     shared_prefix: SharedPrefix | None = field(
         default=None, metadata=doc("inference-perf's shared-prefix generator instead of synthetic groups")
@@ -226,7 +226,7 @@ class NodeSpec:
     name: str = field(default="node", metadata=doc("unique node name"))
     hardware: str | None = field(default=None, metadata=doc("hardware profile; defaults to the cluster's"))
     kv_blocks: int | None = field(
-        default=None, metadata=doc("KV capacity in blocks; derived from GPU memory when absent", min=1)
+        default=None, metadata=doc("KV capacity in blocks; derived from GPU memory when absent", min=1, max=100_000_000)
     )
     gpu_memory_utilization: float = field(
         default=0.9, metadata=doc("share of GPU memory vLLM may use (weights + KV)", min=0.05, max=1.0)
@@ -237,11 +237,11 @@ class NodeSpec:
     kv_cache_dtype: Literal["bf16", "fp8"] | None = field(
         default=None, metadata=doc("KV cache element type (fp8 halves the bytes per token); defaults to the cluster's")
     )
-    max_num_seqs: int = field(default=64, metadata=doc("most requests running in one batch", min=1))
-    max_num_batched_tokens: int = field(default=8192, metadata=doc("token budget of one iteration", min=1))
+    max_num_seqs: int = field(default=64, metadata=doc("most requests running in one batch", min=1, max=100_000))
+    max_num_batched_tokens: int = field(default=8192, metadata=doc("token budget of one iteration", min=1, max=4_194_304))
     chunked_prefill: bool = field(default=True, metadata=doc("split long prefills across iterations"))
-    max_active: int | None = field(default=None, metadata=doc("reject when running+waiting reach this", min=1))
-    max_queue: int | None = field(default=None, metadata=doc("reject when this many are waiting", min=0))
+    max_active: int | None = field(default=None, metadata=doc("reject when running+waiting reach this", min=1, max=10_000_000))
+    max_queue: int | None = field(default=None, metadata=doc("reject when this many are waiting", min=0, max=10_000_000))
     offload: Offload | None = field(default=None, metadata=doc("a CPU KV tier under GPU memory; defaults to the cluster's"))
 
 
@@ -265,15 +265,15 @@ class Latency:
     """
 
     model: Literal["linear", "roofline"] = field(default="roofline", metadata=doc("latency model"))
-    prefill_ms_per_token: float = field(default=1.0, metadata=doc("linear: ms per uncached prompt token", min=0))
-    decode_ms_per_token: float = field(default=1.0, metadata=doc("linear: ms per output token", min=0))
+    prefill_ms_per_token: float = field(default=1.0, metadata=doc("linear: ms per uncached prompt token", min=0, max=1e6))
+    decode_ms_per_token: float = field(default=1.0, metadata=doc("linear: ms per output token", min=0, max=1e6))
     compute_efficiency: float | None = field(
         default=None, metadata=doc("roofline: achieved share of peak FLOP/s; default the hardware profile's (calibrated)", min=0.01, max=1)
     )
     memory_efficiency: float | None = field(
         default=None, metadata=doc("roofline: achieved share of HBM bandwidth; default the hardware profile's (calibrated)", min=0.01, max=1)
     )
-    iteration_overhead_ms: float = field(default=0.5, metadata=doc("roofline: fixed CPU cost per iteration", min=0))
+    iteration_overhead_ms: float = field(default=0.5, metadata=doc("roofline: fixed CPU cost per iteration", min=0, max=1e6))
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ class KVIndexConfig:
     medium_weights: MediumWeights = field(default_factory=MediumWeights, metadata=doc("per-tier block weights"))
     approx_blocks_per_node: int | None = field(
         default=None,
-        metadata=doc("approximate mode: block keys remembered per node (LRU); default the node's KV capacity", min=1),
+        metadata=doc("approximate mode: block keys remembered per node (LRU); default the node's KV capacity", min=1, max=100_000_000),
     )
 
 
@@ -315,9 +315,9 @@ class ScorerWeights:
     """
 
     preset: Literal["llm-d", "seed-111", "seed-322"] = field(default="llm-d", metadata=doc("weight preset"))
-    prefix: float | None = field(default=None, metadata=doc("weight of the prefix-cache scorer", min=0))
-    queue: float | None = field(default=None, metadata=doc("weight of the queue scorer", min=0))
-    kv: float | None = field(default=None, metadata=doc("weight of the KV-cache-utilisation scorer", min=0))
+    prefix: float | None = field(default=None, metadata=doc("weight of the prefix-cache scorer", min=0, max=1e6))
+    queue: float | None = field(default=None, metadata=doc("weight of the queue scorer", min=0, max=1e6))
+    kv: float | None = field(default=None, metadata=doc("weight of the KV-cache-utilisation scorer", min=0, max=1e6))
 
 
 @dataclass(frozen=True)
@@ -337,15 +337,15 @@ class DynamoConfig:
 class SGLangConfig:
     """sglang_cache_aware: SGLang model gateway's cache-aware policy (defaults: its CLI's, main.rs)."""
 
-    balance_abs_threshold: int = field(default=64, metadata=doc("imbalanced when max-min load exceeds this", min=0))
-    balance_rel_threshold: float = field(default=1.5, metadata=doc("... and max load exceeds this x min load", min=1))
+    balance_abs_threshold: int = field(default=64, metadata=doc("imbalanced when max-min load exceeds this", min=0, max=1_000_000_000))
+    balance_rel_threshold: float = field(default=1.5, metadata=doc("... and max load exceeds this x min load", min=1, max=1e6))
     cache_threshold: float = field(default=0.3, metadata=doc("route by tree match only above this match rate", min=0, max=1))
     eviction_interval_s: float = field(
-        default=120.0, metadata=doc("sim seconds between LRU eviction passes over the approximate tree; 0: never", min=0)
+        default=120.0, metadata=doc("sim seconds between LRU eviction passes over the approximate tree; 0: never", min=0, max=1e9)
     )
     max_tree_size: int = field(
         default=1_048_576,
-        metadata=doc("blocks each node may hold in the approximate tree before LRU eviction (SGLang: 2^26 characters)", min=1),
+        metadata=doc("blocks each node may hold in the approximate tree before LRU eviction (SGLang: 2^26 characters)", min=1, max=1_000_000_000),
     )
     fallback: Literal["least_loaded", "smallest_tree"] = field(
         default="least_loaded",
@@ -359,7 +359,7 @@ class PredictedLatencyConfig:
 
     affinity_threshold: float = field(default=0.80, metadata=doc("prefix score that makes a node sticky", min=0, max=1))
     explore_probability: float = field(default=0.01, metadata=doc("chance to ignore the affinity gate", min=0, max=1))
-    load_gate_ms: float = field(default=5000.0, metadata=doc("break affinity when the sticky node's TTFT is this much worse", min=0))
+    load_gate_ms: float = field(default=5000.0, metadata=doc("break affinity when the sticky node's TTFT is this much worse", min=0, max=1e9))
     positive_tier_probability: float = field(default=0.99, metadata=doc("chance to choose among nodes with headroom", min=0, max=1))
     ttft_weight: float = field(default=0.8, metadata=doc("share of TTFT headroom in the blend (TPOT gets the rest)", min=0, max=1))
     regressor: Literal["linear", "xgboost"] = field(default="linear", metadata=doc("online regressor (xgboost needs kvtui[xgboost])"))
@@ -371,21 +371,21 @@ class PredictedLatencyConfig:
         default="max",
         metadata=doc("max: greedy best score (the blog); weighted_random: sample by score (llm-d's chart profile)"),
     )
-    bucket_size: int = field(default=500, metadata=doc("training samples kept per stratification bucket (newest)", min=1))
+    bucket_size: int = field(default=500, metadata=doc("training samples kept per stratification bucket (newest)", min=1, max=1_000_000))
     kv_buckets: int = field(default=10, metadata=doc("KV-usage buckets of the training window (10: steps of 10 %)", min=1, max=100))
-    min_samples: int = field(default=10, metadata=doc("samples before the first fit (cold fallback until then)", min=2))
-    retrain_interval_s: float = field(default=1.0, metadata=doc("sim seconds between retrains (when new samples came)", min=0))
-    retrain_samples: int = field(default=0, metadata=doc("also retrain after this many new samples; 0: only by time", min=0))
+    min_samples: int = field(default=10, metadata=doc("samples before the first fit (cold fallback until then)", min=2, max=1_000_000))
+    retrain_interval_s: float = field(default=1.0, metadata=doc("sim seconds between retrains (when new samples came)", min=0, max=1e9))
+    retrain_samples: int = field(default=0, metadata=doc("also retrain after this many new samples; 0: only by time", min=0, max=1_000_000_000))
     ensemble_split: int = field(
-        default=200, metadata=doc("separate queued / not-queued models once each has this many samples; 0: never", min=0)
+        default=200, metadata=doc("separate queued / not-queued models once each has this many samples; 0: never", min=0, max=1_000_000_000)
     )
-    mape_window: int = field(default=100, metadata=doc("predictions per MAPE window in the report", min=1))
+    mape_window: int = field(default=100, metadata=doc("predictions per MAPE window in the report", min=1, max=1_000_000))
 
 
 @dataclass(frozen=True)
 class Router:
     policy: str = field(default="load_prefix", metadata=doc("routing policy name (see `kvtui run --help`)"))
-    routing_overhead_ms: float = field(default=0.0, metadata=doc("time the router takes per request", min=0))
+    routing_overhead_ms: float = field(default=0.0, metadata=doc("time the router takes per request", min=0, max=1e6))
     fill: Literal["least_loaded", "best_fit"] = field(
         default="least_loaded", metadata=doc("cache_aware: where a miss goes")
     )
@@ -402,7 +402,7 @@ class Router:
 class ScriptedEvent:
     """Something that happens at a given sim time: a fault or a recovery."""
 
-    at: float = field(default=0.0, metadata=doc("sim time in seconds", min=0))
+    at: float = field(default=0.0, metadata=doc("sim time in seconds", min=0, max=1e9))
     action: Literal["node_down", "node_up", "control_plane_crash"] = field(
         default="node_down", metadata=doc("what happens")
     )
@@ -418,7 +418,7 @@ class Metadata:
 
     dir: str | None = field(default=None, metadata=doc("log directory; a fresh temporary one when absent"))
     fsync: Literal["always", "batch", "never"] = field(default="batch", metadata=doc("fsync policy"))
-    snapshot_every: int = field(default=5000, metadata=doc("records between snapshots", min=1))
+    snapshot_every: int = field(default=5000, metadata=doc("records between snapshots", min=1, max=1_000_000_000))
     while_down: Literal["wait", "reject"] = field(
         default="wait", metadata=doc("what arriving requests do while the control plane recovers")
     )
@@ -435,8 +435,8 @@ class HardwareProfile:
     bf16_tflops: float = field(metadata=doc("dense BF16 tensor TFLOP/s (data sheet, no sparsity)", min=0.001, max=1_000_000))
     hbm_tb_s: float = field(metadata=doc("memory bandwidth in TB/s", min=0.001, max=10_000))
     interconnect: str = field(default="none", metadata=doc("name of the GPU-to-GPU link, for display"))
-    interconnect_gb_s: float = field(default=0.0, metadata=doc("GPU-to-GPU bandwidth per direction in GB/s (needed for tensor_parallel > 1)", min=0))
-    interconnect_latency_us: float = field(default=0.0, metadata=doc("latency of one ring all-reduce step in microseconds", min=0))
+    interconnect_gb_s: float = field(default=0.0, metadata=doc("GPU-to-GPU bandwidth per direction in GB/s (needed for tensor_parallel > 1)", min=0, max=1e6))
+    interconnect_latency_us: float = field(default=0.0, metadata=doc("latency of one ring all-reduce step in microseconds", min=0, max=1e9))
     compute_efficiency: float | None = field(default=None, metadata=doc("default achieved share of peak FLOP/s", min=0.01, max=1))
     memory_efficiency: float | None = field(default=None, metadata=doc("default achieved share of memory bandwidth", min=0.01, max=1))
     source: str = field(default="", metadata=doc("where the figures come from"))
@@ -451,11 +451,11 @@ class ModelProfile:
 
     params_b: float = field(metadata=doc("parameters in billions (weights are BF16)", min=0.001, max=100_000))
     layers: int = field(metadata=doc("num_hidden_layers", min=1, max=10_000))
-    hidden: int = field(metadata=doc("hidden_size", min=1))
-    intermediate: int = field(metadata=doc("intermediate_size (the MLP width)", min=1))
-    attention_heads: int = field(metadata=doc("num_attention_heads", min=1))
-    kv_heads: int = field(metadata=doc("num_key_value_heads", min=1))
-    head_dim: int | None = field(default=None, metadata=doc("head_dim; default hidden / attention_heads", min=1))
+    hidden: int = field(metadata=doc("hidden_size", min=1, max=1_000_000))
+    intermediate: int = field(metadata=doc("intermediate_size (the MLP width)", min=1, max=1_000_000))
+    attention_heads: int = field(metadata=doc("num_attention_heads", min=1, max=1_000_000))
+    kv_heads: int = field(metadata=doc("num_key_value_heads", min=1, max=1_000_000))
+    head_dim: int | None = field(default=None, metadata=doc("head_dim; default hidden / attention_heads", min=1, max=1_000_000))
     source: str = field(default="", metadata=doc("where the figures come from"))
 
 
@@ -463,7 +463,7 @@ class ModelProfile:
 class Scenario:
     name: str = field(default="scenario", metadata=doc("short name shown in the header"))
     description: str = field(default="", metadata=doc("what this scenario teaches"))
-    seed: int = field(default=0, metadata=doc("seed of the one RNG", min=0))
+    seed: int = field(default=0, metadata=doc("seed of the one RNG", min=0, max=2**63 - 1))
     model: str = field(default="llama-3.1-8b", metadata=doc("model profile (shipped, or one under `models:`)"))
     hardware: dict[str, HardwareProfile] = field(
         default_factory=dict, metadata=doc("your own GPU profiles, name -> figures (add to or replace the shipped ones)")
@@ -479,4 +479,4 @@ class Scenario:
     metadata: Metadata | None = field(
         default=None, metadata=doc("the WAL-backed control-plane store; absent = no store")
     )
-    until_s: float | None = field(default=None, metadata=doc("stop the simulation at this sim time", min=0))
+    until_s: float | None = field(default=None, metadata=doc("stop the simulation at this sim time", min=0, max=1e9))

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from kvtui.scenario import safe_yaml
 from kvtui.scenario.model import Dist, Scenario
 from kvtui.scenario.schema import (
     field_types,
@@ -84,13 +85,17 @@ def override_source(text: str) -> str:
 def parse_value(text: str, source: str) -> yaml.Node:
     """Parse the right-hand side as one YAML value (`64`, `round_robin`, `[{at: 0, rate: 2}]`).
 
-    An empty right-hand side means null, as an empty value does in the file.
+    An empty right-hand side means null, as an empty value does in the file. The value is
+    composed within the same bounds as a file (safe_yaml.py).
     """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = safe_yaml.compose(text)
+    except safe_yaml.YAMLLimitError as e:
+        raise OverrideError(f"cannot load the value: {e.message}") from None
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or str(e)
-        raise OverrideError(f"cannot parse the value {text!r} as YAML: {problem}") from None
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise OverrideError(f"cannot parse the value {shown!r} as YAML: {problem}") from None
     if node is None:
         node = yaml.ScalarNode(NULL_TAG, "")
     _mark_tree(node, OverrideMark(source))

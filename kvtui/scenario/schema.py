@@ -225,7 +225,7 @@ def _type_schema(
             return {"anyOf": [_number_schema("number", value_bounds), ref]}
         return ref
     if (item := tuple_item(tp)) is not None:
-        return {"type": "array", "items": _type_schema(item, {}, defs)}
+        return {"type": "array", "items": _type_schema(item, metadata, defs)}
     if (item := mapping_item(tp)) is not None:
         return {"type": "object", "additionalProperties": _type_schema(item, {}, defs)}
     if (literal := literal_choices(tp)) is not None:

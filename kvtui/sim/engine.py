@@ -205,7 +205,8 @@ class Simulation:
             if not self._end_emitted:
                 self._end_emitted = True
                 if self.until is not None and nxt != float("inf"):
-                    env.run(until=self.until)
+                    if self.until > env.now:  # simpy refuses to run "until" the present
+                        env.run(until=self.until)
                     reason = f"reached until_s={self.until:g}"
                 else:
                     reason = "no more work"

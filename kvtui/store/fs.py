@@ -131,10 +131,37 @@ class RealFS:
         except OSError:
             os.close(fd)
             raise
+        try:  # say who holds it, for the next writer's error message (see lock_holder)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the lock is what matters; the note is a courtesy
         return fd
 
     def unlock(self, fd: int) -> None:
         os.close(fd)  # closing the description releases the flock
+
+
+def lock_holder(path: str) -> str:
+    """Which process holds the lock at `path`, as words: `process 1234 (kvtui run x.yaml)`.
+
+    The holder writes its pid into the lock file once it has the flock (`RealFS.lock`); the
+    command line comes from /proc where there is one. Best effort: "another process" if the
+    file says nothing readable.
+    """
+    try:
+        with open(path, "rb") as f:
+            pid = int(f.read(32).split()[0])
+    except (OSError, ValueError, IndexError):
+        return "another process"
+    if pid == os.getpid():
+        return f"this process ({pid}), through another open of the log"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = " ".join(f.read(4096).replace(b"\0", b" ").decode("utf-8", "replace").split())
+    except OSError:
+        cmd = ""
+    return f"process {pid}" + (f" ({cmd[:200]})" if cmd else "")
 
 
 def write_atomic(fs: RealFS, directory: str, name: str, data: bytes, *, sync: bool = True) -> None:

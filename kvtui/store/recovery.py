@@ -40,10 +40,12 @@ __all__ = ["recover", "scan", "Scan", "SegmentInfo", "SnapshotInfo", "Damage", "
 
 
 def recover(fs: RealFS, directory: str, *, mode: str = "point_in_time",
-            load_snapshot: Loader | None = None, apply: Apply | None = None) -> Scan:
-    """Scan, then (point_in_time) repair. Strict mode raises RecoveryError on any damage."""
+            load_snapshot: Loader | None = None, apply: Apply | None = None,
+            fsync: str | None = None) -> Scan:
+    """Scan, then (point_in_time) repair. Strict mode raises RecoveryError on any damage.
+    `fsync` is the writer's policy (see `scan`)."""
     t0 = time.perf_counter()
-    sc = scan(fs, directory, mode=mode, load_snapshot=load_snapshot, apply=apply)
+    sc = scan(fs, directory, mode=mode, load_snapshot=load_snapshot, apply=apply, fsync=fsync)
     rep = sc.report
     if rep.damage and mode == "strict":
         rep.seconds = time.perf_counter() - t0

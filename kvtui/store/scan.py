@@ -108,11 +108,13 @@ class Scan:
 
 def scan(fs: RealFS, directory: str, *, mode: str = "point_in_time",
          load_snapshot: Loader | None = None, apply: Apply | None = None,
-         visit_all: VisitAll | None = None) -> Scan:
+         visit_all: VisitAll | None = None, fsync: str | None = None) -> Scan:
     """Walk `directory` read-only; hand frames after the base to `apply`; plan the repairs.
 
     `visit_all(segment, offset, seq, type, payload)`, if given, sees every valid frame in
-    every verified segment, covered or not (the slow path of `kvtui wal dump`).
+    every verified segment, covered or not (the slow path of `kvtui wal dump`). `fsync` is
+    the policy the log is written under, when known (the writer opening it knows): under
+    `always` a whole last frame that fails its checksum is corruption (see `_classify_tail`).
     """
     if mode not in MODES:
         raise ValueError(f"unknown recovery mode {mode!r} (expected one of {MODES})")
@@ -125,7 +127,7 @@ def scan(fs: RealFS, directory: str, *, mode: str = "point_in_time",
     start = _replay_start(sc, base)
     _verify_covered(fs, sc, start, base, visit_all)
     _replay(fs, sc, start, base, apply or _nothing, visit_all)
-    _classify_tail(fs, sc)
+    _classify_tail(fs, sc, fsync)
     _check_current(sc)
     _check_fallback(sc)
     rep = sc.report
@@ -354,8 +356,14 @@ def _replay(fs: RealFS, sc: Scan, start: int, base: int, apply: Apply,
     rep.records_replayed = rep.frames_replayed  # the owner of `apply` may refine this
 
 
-def _classify_tail(fs: RealFS, sc: Scan) -> None:
-    """A damaged frame in the last segment with nothing valid after it is a torn tail."""
+def _classify_tail(fs: RealFS, sc: Scan, fsync: str | None = None) -> None:
+    """A damaged frame in the last segment with nothing valid after it is a torn tail --
+    unless, under `fsync: always`, the frame is whole (`_whole_frame`): then it was written
+    in full and fsynced before the next could begin, so it was acknowledged, and a checksum
+    failure in it is corruption. etcd's WAL draws the same line: `server/storage/wal/decoder.go`
+    calls a CRC failure of the last record a torn write (io.ErrUnexpectedEOF) only when
+    `isTornEntry` finds a sector-aligned chunk of it that is all zeros, never written; any
+    other CRC failure is an error."""
     damage = sc.report.damage
     if sc.cut is None or not damage:
         return
@@ -366,13 +374,45 @@ def _classify_tail(fs: RealFS, sc: Scan) -> None:
     segs = sc.segments
     is_last = segs[-1].name == name
     current_names_later = sc.current is not None and sc.current[1] > segs[-1].index
-    nxt = fr.find_valid_after(fs.read(os.path.join(sc.directory, name)), off + 1, sc.cut_seq)
+    data = fs.read(os.path.join(sc.directory, name))
+    nxt = fr.find_valid_after(data, off + 1, sc.cut_seq)
     if nxt is None and is_last and not current_names_later:
+        if fsync == "always" and d.kind == "checksum" and _whole_frame(data, off):
+            damage[-1] = Damage(name, off, d.kind, f"{d.message}; the frame was written whole "
+                                "(no unwritten sector in it, intact fill after it), and under "
+                                "fsync: always a whole frame was acknowledged: corruption, not a "
+                                "torn write", d.length)
+            return
         damage[-1] = Damage(name, off, TORN_TAIL, f"{d.message}; nothing valid follows (a "
                             "write cut short by a crash)", d.length)
     elif nxt is not None:
         damage[-1] = Damage(name, off, d.kind, f"{d.message}; a valid frame follows at offset "
                             f"{nxt}", d.length)
+
+
+SECTOR = 512
+
+
+def _whole_frame(data, off: int) -> bool:
+    """Was the frame at `off` written in full? Its length fits, no piece of what follows its
+    length field, cut at sector boundaries, is all zeros or all preallocation fill (never
+    written, or lost: etcd's isTornEntry test on the bytes after the length, with our fill
+    byte added), and the bytes after it up to the next sector
+    boundary are intact fill (a torn sector write would have garbled them too). A frame that
+    ends exactly on a sector boundary cannot show the last sign; it counts as whole then."""
+    length = fr.HEADER.unpack_from(data, off)[1]
+    end = off + fr.HEADER_SIZE + length
+    if end > len(data):
+        return False
+    start = off + 8  # after crc and length: the seq, type and payload they vouch for
+    while start < end:
+        stop = min(end, (start // SECTOR + 1) * SECTOR)
+        chunk = bytes(data[start:stop])
+        if not chunk.strip(b"\0") or not chunk.strip(sg.FILL):
+            return False
+        start = stop
+    boundary = min(len(data), -(-end // SECTOR) * SECTOR)
+    return not bytes(data[end:boundary]).strip(sg.FILL)
 
 
 def _check_fallback(sc: Scan) -> None:

@@ -52,6 +52,7 @@ when the process dies, SIGKILL included.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import struct
@@ -61,7 +62,7 @@ from kvtui.store import frame as fr
 from kvtui.store import recovery as rc
 from kvtui.store import segment as sg
 from kvtui.store import snapshot as sn
-from kvtui.store.fs import RealFS, write_atomic
+from kvtui.store.fs import RealFS, lock_holder, write_atomic
 
 FSYNC_POLICIES = ("always", "batch", "never")
 DEFAULT_SEGMENT_BYTES = 16 << 20
@@ -142,6 +143,8 @@ class Log:
             raise ValueError("segment_bytes must be at least 4096")
         fs = fs or RealFS()
         directory = os.path.abspath(directory)
+        if fs.exists(directory) and not fs.isdir(directory):
+            raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory (a log needs one)", directory)
         if not fs.isdir(directory):
             parent = os.path.dirname(directory)
             if not fs.isdir(parent):
@@ -149,15 +152,17 @@ class Log:
             fs.mkdir(directory)
             fs.fsync_dir(parent)
         log = cls(fs, directory, fsync, segment_bytes, batch_frames, batch_bytes)
+        lock_path = os.path.join(directory, rc.LOCK)
         try:
-            log._lock_fd = fs.lock(os.path.join(directory, rc.LOCK))
+            log._lock_fd = fs.lock(lock_path)
         except BlockingIOError:
-            raise LogLocked(f"{directory}: another writer holds the lock") from None
+            raise LogLocked(f"{directory}: the log is in use: {lock_holder(lock_path)} holds its lock "
+                            f"({lock_path}); stop it or use another metadata.dir") from None
         counted = [0]
         if apply_record is not None:
             apply = _record_splitter(apply_record, apply, counted)
         try:
-            sc = rc.recover(fs, directory, mode=mode, load_snapshot=load_snapshot, apply=apply)
+            sc = rc.recover(fs, directory, mode=mode, load_snapshot=load_snapshot, apply=apply, fsync=fsync)
             if apply_record is not None:
                 sc.report.records_replayed = counted[0]
             log._position(sc)

@@ -25,7 +25,7 @@ JUMPS = ("eviction", "rejection", "preemption", "failure", "crash", "recovery")
 
 
 def _parser():
-    from kvtui.cli.common import Parser, policy_help
+    from kvtui.cli.common import Parser, policy_help, seed_value
 
     p = Parser(prog="kvtui record", description="Render the app after N steps to an SVG (deterministic).")
     p.add_argument("scenario", help="scenario YAML file")
@@ -34,7 +34,7 @@ def _parser():
     p.add_argument("--size", default=f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}", metavar="COLSxROWS", help="terminal size (default 120x40)")
     p.add_argument("--theme", help="colour theme (dark, light, high-contrast)")
     p.add_argument("--policy", help=policy_help())
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--seed", type=seed_value, help="override the scenario's seed")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field (repeatable)")
     p.add_argument("--until", type=float, metavar="T", help="first advance the simulation to sim time T (seconds)")
     p.add_argument("--jump", action="append", default=[], choices=JUMPS, help="then jump to the next event of this kind (repeatable)")
@@ -150,12 +150,9 @@ def record_main(argv: list[str]) -> int:
             crash=args.crash,
         )
     )
+    from kvtui.cli.common import write_output
+
     out = Path(args.out)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        tmp.write_text(svg, encoding="utf-8")
-        tmp.replace(out)
-    except OSError as e:
-        raise InputError.one(str(out), None, f"cannot write the SVG: {e.strerror}") from None
+    write_output(str(out), svg, "the SVG")  # atomic, regular files only (issue 10)
     print(f"{out}: {size[0]}x{size[1]}, {len(svg):,} bytes")
     return 0

@@ -1,0 +1,49 @@
+"""A crash inside the app exits 1 and leaves the traceback in a file it names (issue 10)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from textual.app import App
+
+import kvtui.tui.app as tui_app
+from kvtui.cli import main
+
+SCENARIO = Path(__file__).resolve().parent / "scenario.yaml"
+
+
+def test_a_crash_in_the_app_exits_1_with_the_traceback_in_a_file(monkeypatch, capsys, tmp_path):
+    run = App.run
+
+    async def press_step(pilot):
+        await pilot.press("s")
+        await pilot.pause()
+
+    def boom(self):
+        raise RuntimeError("planted crash")
+
+    monkeypatch.setattr(App, "run", lambda self, **kw: run(self, headless=True, auto_pilot=press_step, **kw))
+    monkeypatch.setattr(tui_app.KvtuiApp, "action_step", boom)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    assert main([str(SCENARIO)]) == 1
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("kvtui: the app crashed")]
+    assert line and "RuntimeError: planted crash" in line[0]
+    path = Path(re.search(r"the traceback is in (\S+)", line[0]).group(1))
+    assert path.parent == tmp_path
+    text = path.read_text()
+    assert "Traceback (most recent call last)" in text and "planted crash" in text and "textual" in text
+
+
+def test_a_clean_quit_exits_0(monkeypatch):
+    run = App.run
+
+    async def quit_(pilot):
+        await pilot.press("q")
+
+    monkeypatch.setattr(App, "run", lambda self, **kw: run(self, headless=True, auto_pilot=quit_, **kw))
+    assert main([str(SCENARIO)]) == 0
