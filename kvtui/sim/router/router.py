@@ -135,18 +135,10 @@ class Router:
         self.ctx.now = self.env.now
         decision = self.policy.decide(req, self.ctx, states)
         stale = self._check_staleness(decision, states, keys)
-        self.bus.emit(
-            RouteDecided,
-            request=req.id,
-            node=decision.node,
-            policy=self.policy_name,
-            reason=decision.reason,
-            candidates=decision.candidates,
-            prompt_blocks=len(keys),
-            session=req.session,
-            margin=round(decision.margin, 6),
-            stale=stale,
-        )
+        if not self.bus.listened(RouteDecided):
+            self.bus.skip()  # nobody reads the candidates: they are never built
+        else:
+            self._emit_decision(req, decision, len(keys), stale)
         if decision.node is None:
             self.reject(req, None, decision.reason)
             return
@@ -165,6 +157,20 @@ class Router:
         self.policy.routed(req, node.name, states)
         node.enqueue(req)
 
+    def _emit_decision(self, req: Request, decision: Decision, prompt_blocks: int, stale: str) -> None:
+        self.bus.emit(
+            RouteDecided,
+            request=req.id,
+            node=decision.node,
+            policy=self.policy_name,
+            reason=decision.reason,
+            candidates=decision.candidates,
+            prompt_blocks=prompt_blocks,
+            session=req.session,
+            margin=round(decision.margin, 6),
+            stale=stale,
+        )
+
     def reject(self, req: Request, node: str | None, reason: str) -> None:
         self.bus.emit(RequestRejected, request=req.id, node=node, reason=reason)
         self.on_finish(req, "rejected")
@@ -176,6 +182,7 @@ class Router:
         used, other = (precise, None) if self.approx is None else (self.approx.match(keys), precise)
         total = len(keys)
         none = Match(0, 0.0)
+        prefill = self.policy.READS_PREFILL_TOKENS
         out = []
         for node in self.nodes:
             m = used.get(node.name, none) if node.up else none
@@ -192,7 +199,7 @@ class Router:
                     used_blocks=pool.used_count,
                     free_blocks=pool.free_count,
                     num_blocks=pool.num_blocks,
-                    prefill_tokens=node.pending_prefill_tokens(),
+                    prefill_tokens=node.pending_prefill_tokens() if prefill else -1,
                     other_prefix=-1 if other is None else other.get(node.name, none).consecutive,
                 )
             )
