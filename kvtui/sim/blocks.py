@@ -198,7 +198,8 @@ class BlockPool:
         key, cached = self.key, self.cached
         new_blocks, new_keys = blocks[start:end], keys[start:end]
         if (
-            list(map(key.__getitem__, new_blocks)).count(None) == len(new_blocks)
+            end - start > 2  # below that the checks cost more than the loop
+            and list(map(key.__getitem__, new_blocks)).count(None) == len(new_blocks)
             and cached.keys().isdisjoint(new_keys)
             and len(set(new_keys)) == len(new_keys)
         ):

@@ -376,8 +376,12 @@ class Node:
         kv = self.kv
         extra = 0
         if k > 1:
+            # blocks the segment needs beyond those held (kv.grow_need, inlined: this runs for
+            # every decoding request of every segment)
             for req in plan.decode:
-                extra += max(0, kv.grow_need(req, req.computed + k))
+                more = -(-(req.computed + k) // bs) - len(req.blocks)
+                if more > 0:
+                    extra += more
             if extra > kv.free_count:
                 k = 1
         if k > 1 and extra:
