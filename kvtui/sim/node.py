@@ -130,7 +130,7 @@ class Node:
         """Why this node would refuse `req` now, or None if it would queue it."""
         if not self.up:
             return f"{self.name} is down"
-        need = self.blocks_for(max(1, req.prompt_tokens + req.output_tokens - 1))
+        need = -(-max(1, req.prompt_tokens + req.output_tokens - 1) // self.block_size)  # blocks_for, inlined: per node per decision
         capacity = self.kv.capacity
         if need > capacity:
             return (

@@ -105,7 +105,12 @@ class KVIndex:
         """Per node, the keys it holds from the first on (keys are chained, so nothing after a
         miss can be reused by its prefix cache), weighted per block by its best tier."""
         out: dict[str, Match] = {}
+        if not keys:
+            return out
+        first = keys[0]
         for node, sets in self._held.items():
+            if first not in sets[0] and first not in sets[1]:
+                continue  # most nodes, for most prompts: one lookup each
             n = _run_length(keys, sets)
             if n:
                 out[node] = Match(n, self._prefix_weight(keys, n, sets))

@@ -184,23 +184,27 @@ class Router:
         none = Match(0, 0.0)
         prefill = self.policy.READS_PREFILL_TOKENS
         out = []
+        # One snapshot per node per decision: this loop is the part of a request's cost that
+        # grows with the cluster, hence the plain locals and positional fields.
         for node in self.nodes:
-            m = used.get(node.name, none) if node.up else none
+            name = node.name
+            m = used.get(name, none) if node.up else none
             pool = node.pool
+            free = len(pool.free_queue)
             out.append(
                 NodeState(
-                    name=node.name,
-                    problem=node.admission_problem(req),
-                    prefix=m.consecutive,
-                    prefix_score=min(1.0, m.weighted / total) if total else 0.0,
-                    total=total,
-                    running=len(node.running),
-                    waiting=len(node.waiting),
-                    used_blocks=pool.used_count,
-                    free_blocks=pool.free_count,
-                    num_blocks=pool.num_blocks,
-                    prefill_tokens=node.pending_prefill_tokens() if prefill else -1,
-                    other_prefix=-1 if other is None else other.get(node.name, none).consecutive,
+                    name,
+                    node.admission_problem(req),
+                    m.consecutive,
+                    min(1.0, m.weighted / total) if total else 0.0,
+                    total,
+                    len(node.running),
+                    len(node.waiting),
+                    pool.num_blocks - free,  # used blocks
+                    free,
+                    pool.num_blocks,
+                    node.pending_prefill_tokens() if prefill else -1,
+                    -1 if other is None else other.get(name, none).consecutive,
                 )
             )
         return out
