@@ -28,6 +28,7 @@ from kvtui.events import BlocksEvicted, BlocksStored, Event, NodeCacheCleared
 
 MEDIA = ("gpu", "cpu")
 _BIT = {m: 1 << i for i, m in enumerate(MEDIA)}
+_SLOT = {m: i for i, m in enumerate(MEDIA)}  # a medium's set in a node's tuple of sets
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +83,12 @@ class KVIndex:
                 self._sets(n)[0].add(k)
 
     def add(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
-        self._sets(node)[MEDIA.index(medium)].update(keys)
+        self._sets(node)[_SLOT[medium]].update(keys)
 
     def remove(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
         sets = self._held.get(node)
         if sets is not None:
-            sets[MEDIA.index(medium)].difference_update(keys)
+            sets[_SLOT[medium]].difference_update(keys)
 
     def clear(self, node: str) -> None:
         """The node lost its cache (went down): every tier of it."""
