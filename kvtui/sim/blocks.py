@@ -21,16 +21,115 @@ single_type_kv_cache_manager.py, kv_cache_utils.py):
 
 The pool reports every cache change through `emit` as a KV event (stored / evicted), which
 is how the router's KV index and the metadata store learn about it, as in vLLM's KV events.
+
+Cost: the pool is on every request's path (a Mooncake prompt is ~750 blocks), so the per-block
+work is kept to C-level dict and list operations where the rule allows (`lookup` maps the keys
+through the cache dict at once; never-used blocks leave the free queue as a range).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Callable, Iterable
+from array import array
+from typing import Callable, Sequence
 
 
 class OutOfBlocks(Exception):
     """Asked for more blocks than the free queue holds (callers check first; this is a bug)."""
+
+
+_END = -1  # no block: the end of the recycled list
+_OUT = -2  # this block is not in the recycled list
+
+
+class FreeQueue:
+    """vLLM's FreeKVCacheBlockQueue: every block with reference count 0, in eviction order.
+
+    At start (and after a reset) the queue is all blocks in id order. Blocks that were never
+    allocated since stay at its front, in id order, because frees only append at the back and a
+    cache hit only removes a block that holds a key (one that was allocated). So the queue is
+    kept as two parts: the never-used blocks as the range [fresh, num_blocks), then the recycled
+    ones as a doubly linked list in two int32 arrays (`_next`, `_prev`), as vLLM links its free
+    blocks. Same order as one list of all blocks; allocating never-used blocks is a range slice,
+    and the recycled list costs 8 bytes a block whatever its length (an OrderedDict of block ids
+    took ~90 bytes a recycled block, most of a 64-node cluster's memory).
+    """
+
+    __slots__ = ("num_blocks", "fresh", "_next", "_prev", "_head", "_tail", "_recycled")
+
+    def __init__(self, num_blocks: int):
+        self.num_blocks = num_blocks
+        self.fresh = 0  # blocks [fresh, num_blocks) were never allocated: the queue's front
+        self._next = array("i", [_OUT]) * num_blocks
+        self._prev = array("i", [_OUT]) * num_blocks
+        self._head = self._tail = _END
+        self._recycled = 0
+
+    def __len__(self) -> int:
+        return self.num_blocks - self.fresh + self._recycled
+
+    def __iter__(self):
+        yield from range(self.fresh, self.num_blocks)
+        b, nxt = self._head, self._next
+        while b != _END:
+            yield b
+            b = nxt[b]
+
+    def __contains__(self, block: int) -> bool:
+        return block >= self.fresh or self._prev[block] != _OUT
+
+    def pop_front(self, n: int) -> tuple[list[int], list[int]]:
+        """Take `n` blocks from the front: (never-used ones, recycled ones), in queue order."""
+        take = min(n, self.num_blocks - self.fresh)
+        fresh = list(range(self.fresh, self.fresh + take))
+        self.fresh += take
+        m = n - take
+        recycled: list[int] = []
+        if m:
+            nxt, prv = self._next, self._prev
+            b = self._head
+            for _ in range(m):
+                recycled.append(b)
+                following = nxt[b]
+                nxt[b] = prv[b] = _OUT
+                b = following
+            self._head = b
+            if b == _END:
+                self._tail = _END
+            else:
+                prv[b] = _END
+            self._recycled -= m
+        return fresh, recycled
+
+    def remove(self, block: int) -> None:
+        """A cache hit on an idle block (it holds a key, so it is a recycled one)."""
+        nxt, prv = self._next, self._prev
+        before, after = prv[block], nxt[block]
+        if before == _END:
+            self._head = after
+        else:
+            nxt[before] = after
+        if after == _END:
+            self._tail = before
+        else:
+            prv[after] = before
+        nxt[block] = prv[block] = _OUT
+        self._recycled -= 1
+
+    def extend(self, blocks: list[int]) -> None:
+        """Append freed blocks at the back, in the given order."""
+        nxt, prv = self._next, self._prev
+        tail = self._tail
+        for b in blocks:
+            prv[b] = tail
+            if tail == _END:
+                self._head = b
+            else:
+                nxt[tail] = b
+            tail = b
+        if blocks:
+            nxt[tail] = _END
+            self._tail = tail
+            self._recycled += len(blocks)
 
 
 class BlockPool:
@@ -70,11 +169,11 @@ class BlockPool:
     def reset(self) -> None:
         """Every block free and empty (a fresh server, or one that lost its GPU memory)."""
         n = self.num_blocks
-        self.ref: list[int] = [0] * n
+        self.ref = array("i", bytes(4 * n))  # reference counts, 4 bytes a block (a list takes 8 and more)
         self.key: list[int | None] = [None] * n
         self.owner: list[str] = [""] * n  # prefix group whose data the block holds (for colour)
         self.pinned: set[int] = set()
-        self.free_queue: OrderedDict[int, None] = OrderedDict.fromkeys(range(n))
+        self.free_queue = FreeQueue(n)
         self.cached: dict[int, int] = {}  # key -> block id
         self.version += 1  # bumped on every change (never reset), so views can cache their rendering
 
@@ -92,23 +191,16 @@ class BlockPool:
     def cached_count(self) -> int:
         return len(self.cached)
 
-    def lookup(self, keys: Iterable[int], limit: int) -> list[int]:
+    def lookup(self, keys: Sequence[int], limit: int) -> list[int]:
         """Block ids of the longest run of leading `keys` cached here, at most `limit` of them."""
-        hits: list[int] = []
-        cached = self.cached
-        for i, k in enumerate(keys):
-            if i >= limit:
-                break
-            b = cached.get(k)
-            if b is None:
-                break
-            hits.append(b)
+        hits = list(map(self.cached.get, keys[:limit]))
+        if None in hits:
+            del hits[hits.index(None) :]
         return hits
 
     def evictable_among(self, blocks: list[int]) -> int:
         """How many of these (hit) blocks sit in the free queue: touching them shrinks it."""
-        ref = self.ref
-        return sum(1 for b in blocks if ref[b] == 0)
+        return list(map(self.ref.__getitem__, blocks)).count(0)
 
     # ---------------------------------------------------------------- mutations
     def touch(self, blocks: list[int]) -> None:
@@ -116,7 +208,7 @@ class BlockPool:
         ref, fq = self.ref, self.free_queue
         for b in blocks:
             if ref[b] == 0:
-                del fq[b]
+                fq.remove(b)
             ref[b] += 1
         self.version += 1
 
@@ -124,12 +216,11 @@ class BlockPool:
         """Take `n` blocks from the front of the free queue, evicting the keys they held."""
         if n > len(self.free_queue):
             raise OutOfBlocks(f"{self.node}: asked for {n} blocks, {len(self.free_queue)} free")
-        fq, ref, key, owner, cached = self.free_queue, self.ref, self.key, self.owner, self.cached
-        out: list[int] = []
+        fresh, recycled = self.free_queue.pop_front(n)
+        ref, key, owner, cached = self.ref, self.key, self.owner, self.cached
         evicted_keys: list[int] = []
         evicted_groups: list[str] = []
-        for _ in range(n):
-            b, _ = fq.popitem(last=False)
+        for b in recycled:  # never-used blocks hold no key: only recycled ones can evict
             k = key[b]
             if k is not None:
                 if cached.get(k) == b:
@@ -137,9 +228,10 @@ class BlockPool:
                     evicted_keys.append(k)
                     evicted_groups.append(owner[b])
                 key[b] = None
+        out = fresh + recycled if recycled else fresh
+        for b in out:
             ref[b] = 1
             owner[b] = group
-            out.append(b)
         self.version += 1
         if evicted_keys:
             self.evicted_total += len(evicted_keys)
@@ -154,20 +246,34 @@ class BlockPool:
         if end <= start:
             return
         key, cached = self.key, self.cached
-        stored: list[int] = []
-        first = -1
-        for i in range(start, end):
-            b = blocks[i]
-            if key[b] is not None:
-                continue  # a cache hit: already registered
-            k = keys[i]
-            if k in cached:
-                continue  # another block holds this key already; this one stays private
-            key[b] = k
-            cached[k] = b
-            if first < 0:
-                first = i
-            stored.append(k)
+        new_blocks, new_keys = blocks[start:end], keys[start:end]
+        if (
+            end - start > 2  # below that the checks cost more than the loop
+            and list(map(key.__getitem__, new_blocks)).count(None) == len(new_blocks)
+            and cached.keys().isdisjoint(new_keys)
+            and len(set(new_keys)) == len(new_keys)
+        ):
+            # The usual case (freshly computed blocks, keys cached nowhere here, none repeated):
+            # every one is registered, as the loop below would, with C-level dict updates.
+            for b, k in zip(new_blocks, new_keys):
+                key[b] = k
+            cached.update(zip(new_keys, new_blocks))
+            stored, first = list(new_keys), start
+        else:
+            stored = []
+            first = -1
+            for i in range(start, end):
+                b = blocks[i]
+                if key[b] is not None:
+                    continue  # a cache hit: already registered
+                k = keys[i]
+                if k in cached:
+                    continue  # another block holds this key already; this one stays private
+                key[b] = k
+                cached[k] = b
+                if first < 0:
+                    first = i
+                stored.append(k)
         if stored:
             self.version += 1
             if self.on_stored is not None:
@@ -176,11 +282,13 @@ class BlockPool:
 
     def free(self, blocks: list[int]) -> None:
         """Release a request's blocks, tail first, so a prefix's tail is evicted before its head."""
-        ref, fq = self.ref, self.free_queue
+        ref = self.ref
+        idle = []
         for b in reversed(blocks):
             ref[b] -= 1
             if ref[b] == 0:
-                fq[b] = None
+                idle.append(b)
+        self.free_queue.extend(idle)
         self.version += 1
 
     def pin(self, keys: list[int], group: str) -> int:

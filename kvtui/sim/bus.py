@@ -44,6 +44,15 @@ class Bus:
             self._route[cls] = found
         return found
 
+    def listened(self, cls: type[Event]) -> bool:
+        """Whether an event of `cls` would reach anyone (a listener, or `step()`'s outbox)."""
+        return self.keep_outbox or bool(self._route.get(cls) or self._listeners(cls))
+
+    def skip(self) -> None:
+        """Count an event nobody listens to without building it: the numbering of every later
+        event stays what it is when someone does listen (so digests do not depend on who)."""
+        self.seq += 1
+
     def emit(self, cls: type[Event], **fields) -> Event:
         self.seq += 1
         ev = cls(seq=self.seq, t=self.env.now, **fields)

@@ -22,6 +22,7 @@ GPU hands the evicted keys to the CPU tier when there is one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.sim.blocks import BlockPool
@@ -70,7 +71,7 @@ class KVCacheManager:
             node,
             num_blocks,
             block_size,
-            lambda r, g, k, p, f: emit_stored(r, g, k, p, f, "gpu"),
+            partial(emit_stored, medium="gpu"),  # a C-level call: once per block boundary
             self._gpu_evicted,
         )
         self.cpu: CpuTier | None = None

@@ -130,7 +130,7 @@ class Node:
         """Why this node would refuse `req` now, or None if it would queue it."""
         if not self.up:
             return f"{self.name} is down"
-        need = self.blocks_for(max(1, req.prompt_tokens + req.output_tokens - 1))
+        need = -(-max(1, req.prompt_tokens + req.output_tokens - 1) // self.block_size)  # blocks_for, inlined: per node per decision
         capacity = self.kv.capacity
         if need > capacity:
             return (
@@ -376,8 +376,12 @@ class Node:
         kv = self.kv
         extra = 0
         if k > 1:
+            # blocks the segment needs beyond those held (kv.grow_need, inlined: this runs for
+            # every decoding request of every segment)
             for req in plan.decode:
-                extra += max(0, kv.grow_need(req, req.computed + k))
+                more = -(-(req.computed + k) // bs) - len(req.blocks)
+                if more > 0:
+                    extra += more
             if extra > kv.free_count:
                 k = 1
         if k > 1 and extra:

@@ -38,6 +38,9 @@ class Context:
 class Policy:
     name = "policy"
     EVENT_TYPES: tuple[type[Event], ...] = ()
+    # Whether `choose` reads `NodeState.prefill_tokens`: the Router walks every node's queue
+    # for it per decision only then (it is -1 otherwise), a cost that grows with the cluster.
+    READS_PREFILL_TOKENS = False
 
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "Policy":

@@ -67,8 +67,9 @@ class ActiveSequences:
         return len(self.refs)
 
     def new_blocks(self, keys: Sequence[int]) -> int:
-        refs = self.refs
-        return sum(1 for k in keys if k not in refs)
+        """Prompt blocks not among the active ones (asked once per worker per decision, over
+        every prompt block: a C-level pass, as a long prompt has hundreds)."""
+        return len(keys) - sum(map(self.refs.__contains__, keys))
 
     def add_request(self, request: str, keys: Sequence[int], prefill_tokens: int) -> None:
         self.blocks[request] = tuple(keys)
@@ -90,7 +91,7 @@ class ActiveSequences:
         for k in keys:
             n = refs[k] - 1
             if n <= 0:
-                del refs[k]
+                refs.pop(k)  # dict.pop: Counter's own `del` is a Python-level method
             else:
                 refs[k] = n
 

@@ -20,12 +20,15 @@ really use (vLLM only reuses a prefix), so the app can show where the scorers di
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
+from operator import or_
 from typing import Iterable, Sequence
 
 from kvtui.events import BlocksEvicted, BlocksStored, Event, NodeCacheCleared
 
 MEDIA = ("gpu", "cpu")
 _BIT = {m: 1 << i for i, m in enumerate(MEDIA)}
+_SLOT = {m: i for i, m in enumerate(MEDIA)}  # a medium's set in a node's tuple of sets
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +40,24 @@ class Match:
 
 
 class KVIndex:
+    """Kept as one set of keys per node and tier (llm-d's index maps key -> pods; the same
+    facts the other way round). Why: every stored or evicted block passes through here, so
+    feeding the index must be cheap — a KV event is one C-level `set.update` or
+    `difference_update`, not a dict operation per key — and the question asked per request,
+    "how far does each node match this prompt", walks each node's set over the prompt in
+    C-level chunks."""
+
     EVENT_TYPES = (BlocksStored, BlocksEvicted, NodeCacheCleared)
 
     def __init__(self, scorer: str = "longest_prefix", weights: dict[str, float] | None = None) -> None:
         self.scorer = scorer
         w = {"gpu": 1.0, "cpu": 0.8} if weights is None else weights
+        self._weight = tuple(w[m] for m in MEDIA)
         # weight of a tier bitmask: the best tier the node holds the block in
         self._mask_weight = {
             mask: max((w[m] for m in MEDIA if mask & _BIT[m]), default=0.0) for mask in range(1, 1 << len(MEDIA))
         }
-        self._where: dict[int, dict[str, int]] = {}
+        self._held: dict[str, tuple[set[int], ...]] = {}  # node -> one key set per medium (MEDIA order)
 
     # ------------------------------------------------------------------ feeding
     def on_event(self, ev: Event) -> None:
@@ -58,44 +69,30 @@ class KVIndex:
         elif kind is NodeCacheCleared:
             self.clear(ev.node)
 
+    def _sets(self, node: str) -> tuple[set[int], ...]:
+        sets = self._held.get(node)
+        if sets is None:
+            sets = self._held[node] = tuple(set() for _ in MEDIA)
+        return sets
+
     def reset(self, where: dict[int, Iterable[str]]) -> None:
         """Replace the whole index (after the control plane recovered it from its log)."""
-        gpu = _BIT["gpu"]
-        self._where = {k: dict.fromkeys(nodes, gpu) for k, nodes in where.items() if nodes}
+        self._held = {}
+        for k, nodes in where.items():
+            for n in nodes:
+                self._sets(n)[0].add(k)
 
     def add(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
-        bit = _BIT[medium]
-        where = self._where
-        for k in keys:
-            d = where.get(k)
-            if d is None:
-                where[k] = {node: bit}
-            else:
-                d[node] = d.get(node, 0) | bit
+        self._sets(node)[_SLOT[medium]].update(keys)
 
     def remove(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
-        bit = _BIT[medium]
-        where = self._where
-        for k in keys:
-            d = where.get(k)
-            if d is None:
-                continue
-            mask = d.get(node, 0) & ~bit
-            if mask:
-                d[node] = mask
-            elif node in d:
-                del d[node]
-                if not d:
-                    del where[k]
+        sets = self._held.get(node)
+        if sets is not None:
+            sets[_SLOT[medium]].difference_update(keys)
 
     def clear(self, node: str) -> None:
         """The node lost its cache (went down): every tier of it."""
-        where = self._where
-        for k in [k for k, d in where.items() if node in d]:
-            d = where[k]
-            del d[node]
-            if not d:
-                del where[k]
+        self._held.pop(node, None)
 
     # ------------------------------------------------------------------ asking
     def match(self, keys: Sequence[int]) -> dict[str, Match]:
@@ -106,45 +103,76 @@ class KVIndex:
         return {n: Match(prefix[n].consecutive if n in prefix else 0, w) for n, w in self._scan(keys).items()}
 
     def _longest_prefix(self, keys: Sequence[int]) -> dict[str, Match]:
-        """Walk the keys from the first; a node drops out at its first miss (keys are chained,
-        so nothing after a miss can be reused by its prefix cache)."""
-        where, weight = self._where, self._mask_weight
+        """Per node, the keys it holds from the first on (keys are chained, so nothing after a
+        miss can be reused by its prefix cache), weighted per block by its best tier."""
         out: dict[str, Match] = {}
-        alive: dict[str, float] = {}
-        depth = 0
-        for depth, k in enumerate(keys):
-            d = where.get(k)
-            if not d:
-                break
-            if depth == 0:
-                alive = {n: weight[m] for n, m in d.items()}
-                continue
-            for n in [n for n in alive if n not in d]:
-                out[n] = Match(depth, alive.pop(n))
-            if not alive:
-                return out
-            for n in alive:
-                alive[n] += weight[d[n]]
-        else:
-            depth = len(keys)
-        for n, w in alive.items():
-            out[n] = Match(depth, w)
+        if not keys:
+            return out
+        first = keys[0]
+        for node, sets in self._held.items():
+            if first not in sets[0] and first not in sets[1]:
+                continue  # most nodes, for most prompts: one lookup each
+            n = _run_length(keys, sets)
+            if n:
+                out[node] = Match(n, self._prefix_weight(keys, n, sets))
         return out
+
+    def _prefix_weight(self, keys: Sequence[int], n: int, sets: tuple[set[int], ...]) -> float:
+        """The sum, block by block in order (as a running total would give it), of the best tier
+        weight of the node's first `n` blocks."""
+        gpu, cpu = sets
+        if not cpu:
+            return sum(repeat(self._weight[0], n))
+        weight = self._mask_weight
+        return sum(weight[(k in gpu) | (k in cpu) << 1] for k in keys[:n])
 
     def _scan(self, keys: Sequence[int]) -> dict[str, float]:
         """highest_hit / coverage scores: every prompt block counts, holes or not."""
-        where, weight = self._where, self._mask_weight
+        weight = self._mask_weight
         coverage = self.scorer == "coverage"
         score: dict[str, float] = {}
-        for pos, k in enumerate(keys):
-            d = where.get(k)
-            if not d:
+        for node, (gpu, cpu) in self._held.items():
+            masks = list(map(or_, map(gpu.__contains__, keys), map(_shifted(cpu), keys)))
+            held = [(pos, m) for pos, m in enumerate(masks) if m]
+            if not held:
                 continue
-            for n, m in d.items():
-                score[n] = score.get(n, 0.0) + weight[m] if coverage else (pos + 1) * weight[m]
+            if coverage:
+                score[node] = sum(weight[m] for _pos, m in held)
+            else:
+                pos, m = held[-1]
+                score[node] = (pos + 1) * weight[m]
         return score
 
     def keys_on(self, node: str, medium: str | None = None) -> set[int]:
         """Every key the index credits to `node` (in `medium`, or any tier); for checks and tests."""
-        bit = _BIT[medium] if medium is not None else -1
-        return {k for k, d in self._where.items() if d.get(node, 0) & bit}
+        sets = self._held.get(node)
+        if sets is None:
+            return set()
+        if medium is not None:
+            return set(sets[MEDIA.index(medium)])
+        return set().union(*sets)
+
+
+def _shifted(cpu: set[int]):
+    """`k in cpu` as the CPU tier's bit (2 or 0), for building tier masks with C-level maps."""
+    return lambda k: (k in cpu) << 1
+
+
+def _run_length(keys: Sequence[int], sets: tuple[set[int], ...]) -> int:
+    """How many leading `keys` are in any of `sets`: checked in growing C-level chunks, so a
+    node that misses the first block costs one lookup and a long match costs about two passes."""
+    gpu, cpu = sets
+    if cpu:
+        held = lambda k: k in gpu or k in cpu  # noqa: E731
+    else:
+        held = gpu.__contains__
+    if not keys or not held(keys[0]):
+        return 0  # most nodes, for most prompts
+    n, size, total = 1, 4, len(keys)
+    while n < total:
+        hits = list(map(held, keys[n : n + size]))
+        if False in hits:
+            return n + hits.index(False)
+        n += len(hits)
+        size *= 4
+    return total

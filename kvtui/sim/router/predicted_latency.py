@@ -178,6 +178,7 @@ def blend_scores(bucket: Sequence[NodeState], preds: dict[str, Pred], ttft_weigh
 class PredictedLatency(Policy):
     name = "predicted_latency"
     EVENT_TYPES = (FirstToken, RequestCompleted, RequestRejected)
+    READS_PREFILL_TOKENS = True
 
     def __init__(self, cfg: PredictedLatencyConfig | None = None, predictor: LatencyPredictor | None = None) -> None:
         self.cfg = cfg or PredictedLatencyConfig()

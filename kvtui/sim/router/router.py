@@ -135,18 +135,10 @@ class Router:
         self.ctx.now = self.env.now
         decision = self.policy.decide(req, self.ctx, states)
         stale = self._check_staleness(decision, states, keys)
-        self.bus.emit(
-            RouteDecided,
-            request=req.id,
-            node=decision.node,
-            policy=self.policy_name,
-            reason=decision.reason,
-            candidates=decision.candidates,
-            prompt_blocks=len(keys),
-            session=req.session,
-            margin=round(decision.margin, 6),
-            stale=stale,
-        )
+        if not self.bus.listened(RouteDecided):
+            self.bus.skip()  # nobody reads the candidates: they are never built
+        else:
+            self._emit_decision(req, decision, len(keys), stale)
         if decision.node is None:
             self.reject(req, None, decision.reason)
             return
@@ -165,6 +157,20 @@ class Router:
         self.policy.routed(req, node.name, states)
         node.enqueue(req)
 
+    def _emit_decision(self, req: Request, decision: Decision, prompt_blocks: int, stale: str) -> None:
+        self.bus.emit(
+            RouteDecided,
+            request=req.id,
+            node=decision.node,
+            policy=self.policy_name,
+            reason=decision.reason,
+            candidates=decision.candidates,
+            prompt_blocks=prompt_blocks,
+            session=req.session,
+            margin=round(decision.margin, 6),
+            stale=stale,
+        )
+
     def reject(self, req: Request, node: str | None, reason: str) -> None:
         self.bus.emit(RequestRejected, request=req.id, node=node, reason=reason)
         self.on_finish(req, "rejected")
@@ -176,24 +182,29 @@ class Router:
         used, other = (precise, None) if self.approx is None else (self.approx.match(keys), precise)
         total = len(keys)
         none = Match(0, 0.0)
+        prefill = self.policy.READS_PREFILL_TOKENS
         out = []
+        # One snapshot per node per decision: this loop is the part of a request's cost that
+        # grows with the cluster, hence the plain locals and positional fields.
         for node in self.nodes:
-            m = used.get(node.name, none) if node.up else none
+            name = node.name
+            m = used.get(name, none) if node.up else none
             pool = node.pool
+            free = len(pool.free_queue)
             out.append(
                 NodeState(
-                    name=node.name,
-                    problem=node.admission_problem(req),
-                    prefix=m.consecutive,
-                    prefix_score=min(1.0, m.weighted / total) if total else 0.0,
-                    total=total,
-                    running=len(node.running),
-                    waiting=len(node.waiting),
-                    used_blocks=pool.used_count,
-                    free_blocks=pool.free_count,
-                    num_blocks=pool.num_blocks,
-                    prefill_tokens=node.pending_prefill_tokens(),
-                    other_prefix=-1 if other is None else other.get(node.name, none).consecutive,
+                    name,
+                    node.admission_problem(req),
+                    m.consecutive,
+                    min(1.0, m.weighted / total) if total else 0.0,
+                    total,
+                    len(node.running),
+                    len(node.waiting),
+                    pool.num_blocks - free,  # used blocks
+                    free,
+                    pool.num_blocks,
+                    node.pending_prefill_tokens() if prefill else -1,
+                    -1 if other is None else other.get(name, none).consecutive,
                 )
             )
         return out

@@ -3,7 +3,9 @@
 `NodeState` is a snapshot of one node as the router sees it at decision time (after BLIS's
 RouterState: callers read snapshots, never the nodes' internals). Policies never touch a
 `Node`, its pool or its queue; the Router builds the snapshots and hands them over, so a
-policy is a pure function of (request, snapshots, its own state, the seeded RNG).
+policy is a pure function of (request, snapshots, its own state, the seeded RNG). Snapshots
+are values nobody changes; they are not `frozen` dataclasses only because a frozen one's
+`__init__` costs ~4x more, and the Router builds one per node per decision.
 
 `pick_best` is the max-score picker every policy uses: ties are broken by the seeded RNG,
 never by node order, as llm-d's max-score picker does (it shuffles the candidates before
@@ -14,6 +16,7 @@ pkg/epp/scheduling/framework/plugins/picker/max_score_picker.go).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -23,14 +26,15 @@ from kvtui.events import Candidate
 Features = tuple[tuple[str, float], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class NodeState:
     """One node's features at decision time.
 
     `prefix` is the number of leading prompt blocks the index says this node holds (the
     consecutive match); `prefix_score` is the index scorer's weighted score over `total`
     prompt blocks, in [0, 1]. `prefill_tokens` are prompt tokens queued or mid-prefill on the
-    node (work it must do before a new request's prefill starts); `used_blocks` are blocks
+    node (work it must do before a new request's prefill starts; -1 unless the policy declares
+    `READS_PREFILL_TOKENS`, as walking every queue per decision costs); `used_blocks` are blocks
     held by requests now (decode state), `free_blocks` can be allocated (empty or idle cached).
     """
 
@@ -72,17 +76,41 @@ class NodeState:
         return tuple(out)
 
 
-@dataclass(frozen=True)
 class Decision:
-    """A policy's answer: the node (None = refuse), why, every candidate, the margin."""
+    """A policy's answer: the node (None = refuse), why, every candidate, the margin.
 
-    node: str | None
-    reason: str
-    candidates: tuple[Candidate, ...]
-    margin: float = 0.0
+    `candidates` is built on first read: a policy hands over the function that builds it (see
+    `candidates` below), and the Router reads it only when someone listens to `RouteDecided`.
+    Why: one Candidate per node per decision, with its features, is work that grows with the
+    cluster, and a headless run nobody watches never reads it. Built from the decision's own
+    snapshots and scores, it is the same tuple whenever it is read.
+    """
+
+    __slots__ = ("node", "reason", "_candidates", "margin")
+
+    def __init__(
+        self,
+        node: str | None,
+        reason: str,
+        candidates: "tuple[Candidate, ...] | Callable[[], tuple[Candidate, ...]]",
+        margin: float = 0.0,
+    ) -> None:
+        self.node = node
+        self.reason = reason
+        self._candidates = candidates
+        self.margin = margin
+
+    @property
+    def candidates(self) -> tuple[Candidate, ...]:
+        if callable(self._candidates):
+            self._candidates = self._candidates()
+        return self._candidates
+
+    def __repr__(self) -> str:
+        return f"Decision(node={self.node!r}, reason={self.reason!r}, margin={self.margin!r})"
 
 
-def candidates(
+def build_candidates(
     states: Sequence[NodeState],
     scores: dict[str, float],
     extra: Callable[[NodeState], Features] | None = None,
@@ -101,6 +129,17 @@ def candidates(
             )
         )
     return tuple(out)
+
+
+def candidates(
+    states: Sequence[NodeState],
+    scores: dict[str, float],
+    extra: Callable[[NodeState], Features] | None = None,
+) -> Callable[[], tuple[Candidate, ...]]:
+    """The candidate list of a decision, to be built when read (`Decision.candidates`).
+    `scores` and what `extra` reads must not change after the decision (policies build them
+    per decision)."""
+    return partial(build_candidates, states, scores, extra)
 
 
 def pick_best(
