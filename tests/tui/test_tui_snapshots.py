@@ -18,7 +18,7 @@ def steps(n: int):
     async def run_before(pilot) -> None:
         app = pilot.app
         for _ in range(n):
-            app.runner.step()
+            app.runner.step(fold=False)
         app.refresh_panels(force=True)
         await pilot.pause()
 

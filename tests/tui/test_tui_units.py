@@ -111,7 +111,7 @@ def test_runner_steps_the_same_events_as_the_engine(scenario):
     while len(a) < 500:
         a.append(sim.step().seq)
     r = Runner(scenario)
-    b = [r.step().seq for _ in range(500)]
+    b = [r.step(fold=False).seq for _ in range(500)]
     assert a == b
 
 
@@ -133,13 +133,15 @@ def test_seek_reports_end(scenario):
 
 
 def test_drain_is_capped():
-    from collections import deque
+    from collections import namedtuple
 
-    from kvtui.tui.runner import _drain
+    from kvtui.tui.runner import _newer
 
-    q = deque(range(10))
-    out, skipped = _drain(q, 4)
-    assert out == [6, 7, 8, 9] and skipped == 6 and not q
+    E = namedtuple("E", "seq")
+    q = [E(i) for i in range(1, 11)]
+    out, top, skipped = _newer(q, 0, 4)
+    assert [e.seq for e in out] == [7, 8, 9, 10] and skipped == 6 and top == 10
+    assert _newer(q, 10, 4) == ([], 10, 0)
 
 
 # ---------------------------------------------------------------------- block map cells

@@ -54,6 +54,18 @@ MIN_COLUMN = 22  # narrowest node column worth drawing side by side
 GAP = 1
 
 
+def fit_name(name: str, width: int) -> str:
+    """`name` in at most `width` cells: cut in the middle with an ellipsis, keeping the end
+    (node names usually differ at the end: node-07, node-08)."""
+    if len(name) <= width:
+        return name
+    if width <= 1:
+        return name[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return name[:head] + "…" + (name[-tail:] if tail else "")
+
+
 def owner_slot(name: str, known: dict[str, int]) -> int:
     """Colour slot of a prefix group: scenario order first, a stable hash for others."""
     slot = known.get(name)
@@ -124,11 +136,12 @@ class BlockMap(Widget):
         self.groups = {g.name: i % OWNER_COLOURS for i, g in enumerate(groups)}
 
     def nodes(self) -> list:
-        sim = self.runner.sim
+        """The engine's read-only node views (kvtui/sim/view.py): this widget never reads a pool."""
+        view = self.runner.view()
         if self.only is not None:
-            node = sim.node_by_name.get(self.only)
+            node = view.node(self.only)
             return [node] if node is not None else []
-        return sim.nodes
+        return list(view.nodes)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
@@ -149,15 +162,7 @@ class BlockMap(Widget):
 
     def node_key(self, node) -> tuple:
         """What one node's picture (label and cells) depends on."""
-        pool = node.pool
-        return (
-            id(pool.ref),
-            pool.version,
-            node.up,
-            len(node.running),
-            len(node.waiting),
-            self.runner.node_hits.get(node.name, (0, 0))[1],
-        )
+        return node.version
 
     def tick(self) -> None:
         """Redraw only the nodes whose state changed since the last tick."""
@@ -201,7 +206,7 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ layout
     def _sizes(self) -> list[int]:
-        return [n.pool.num_blocks for n in self.nodes()]
+        return [n.num_blocks for n in self.nodes()]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The height at which every block gets its own cell (CSS max-height may cap it)."""
@@ -318,27 +323,23 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ cells
     def _node_cells(self, i: int, node, cells_avail: int, col_w: int) -> _NodeCells:
-        pool = node.pool
-        n = pool.num_blocks
+        tier = node.gpu
+        n = tier.num_blocks
         k = max(1, ceil(n / max(cells_avail, 1)))
-        key = (pool.version, node.up, k, col_w)
+        key = (node.version, k, col_w)
         cached = self._cells.get(i)
-        if cached is not None and cached.key == key and cached.ref_obj is pool.ref:
+        if cached is not None and cached.key == key:
             return cached
-        ref = np.fromiter(pool.ref, dtype=np.int64, count=n)
-        keyed = np.fromiter((x is not None for x in pool.key), dtype=bool, count=n)
-        state = np.where(ref > 0, USED, np.where(keyed, CACHED, FREE)).astype(np.int8)
-        if pool.pinned:
-            state[np.fromiter(pool.pinned, dtype=np.int64, count=len(pool.pinned))] = PINNED
+        state = tier.state
         groups = self.groups
         slot_of = {}
         owner = np.fromiter(
-            (slot_of[o] if o in slot_of else slot_of.setdefault(o, owner_slot(o, groups)) for o in pool.owner),
+            (slot_of[o] if o in slot_of else slot_of.setdefault(o, owner_slot(o, groups)) for o in tier.owner),
             dtype=np.int64,
             count=n,
         )
-        used = int(np.count_nonzero(ref > 0))
-        cached_idle = int(np.count_nonzero(state == CACHED))
+        used = tier.used
+        cached_idle = tier.cached_idle
         if not node.up:
             m = ceil(n / k)
             codes = np.full(m, G_DOWN * 32, dtype=np.int64)
@@ -347,7 +348,7 @@ class BlockMap(Widget):
             codes = glyph * 32 + np.where(state == FREE, 0, owner * 2)
         else:
             codes = self._aggregate(state, owner, n, k)
-        nc = _NodeCells(key, pool.ref, codes, k, used, cached_idle, {})
+        nc = _NodeCells(key, None, codes, k, used, cached_idle, {})
         self._cells[i] = nc
         return nc
 
@@ -408,17 +409,22 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ labels
     def _label(self, node, nc: _NodeCells, width: int) -> list[Segment]:
+        """The node's label line, shortened by rule so it always fits its column with one
+        blank cell to spare (labels of neighbouring columns never touch): the longest of the
+        tail variants that fits, then a name cut with an ellipsis."""
         st = self._label_styles
-        name_style = st["selected"] if node.name == self.selected else st["name"]
-        mark = "▸" if node.name == self.selected else " "
+        selected = node.name == self.selected
+        name_style = st["selected"] if selected else st["name"]
+        mark = "▸" if selected else " "
+        room = max(0, width - 1)  # the spare cell
         if not node.up:
-            tail = " ✖ DOWN (cache lost)"
-            text = [(mark, name_style), (node.name, name_style), (tail, st["down"])]
+            options = [" ✖ DOWN (cache lost)", " ✖ DOWN", " ✖", ""]
+            tail_style = st["down"]
         else:
-            n = node.pool.num_blocks
+            n = node.num_blocks
             u = round(100 * nc.used / n) if n else 0
             c = round(100 * nc.cached_idle / n) if n else 0
-            h = self.runner.hit_rate(node.name)
+            h = node.hit_rate
             hs = "-" if h is None else f"{round(100 * h)}%"
             r, w = len(node.running), len(node.waiting)
             scale = f" 1:{nc.k}" if nc.k > 1 else ""
@@ -426,21 +432,19 @@ class BlockMap(Widget):
                 f" used {u}% cached {c}% run {r} wait {w} hit {hs}{scale}",
                 f" u{u}% c{c}% r{r} w{w} h{hs}{scale}",
                 f" u{u}% c{c}% r{r} w{w}",
+                f" u{u}% c{c}%",
                 f" {u}%",
                 "",
             ]
-            room = width - len(node.name) - 1
-            tail = next(o for o in options if len(o) <= room)
-            text = [(mark, name_style), (node.name, name_style), (tail, st["label"])]
-        segs = []
-        used = 0
-        for s, style in text:
-            if used >= width:
-                break
-            s = s[: width - used]
-            segs.append(Segment(s, style))
-            used += len(s)
-        return segs
+            tail_style = st["label"]
+        name = fit_name(node.name, max(1, min(len(node.name), room - 1 - 4)))
+        tail = next((o for o in options if 1 + len(name) + len(o) <= room), "")
+        if not tail:
+            name = fit_name(node.name, max(0, room - 1))
+        return [
+            Segment((mark + name)[:room], name_style),
+            Segment(tail, tail_style),
+        ]
 
     def _name_width(self) -> int:
         return max((len(n.name) for n in self.nodes()), default=4) + 2
@@ -451,10 +455,10 @@ class BlockMap(Widget):
         name_w = self._name_width()
         selected = node.name == self.selected
         name_style = st["selected"] if selected else st["name"]
-        head = (("▸" if selected else " ") + node.name).ljust(name_w)[:name_w]
+        head = (("▸" if selected else " ") + fit_name(node.name, name_w - 2)).ljust(name_w)[:name_w]
         segs = [Segment(head, name_style)]
         segs.extend(self._row_segments(nc, 0, cells_w))
-        n = node.pool.num_blocks
+        n = node.num_blocks
         tail = " DOWN" if not node.up else f" {round(100 * nc.used / n) if n else 0:>3}%"
         segs.append(Segment(tail[: max(0, col_w - name_w - cells_w)], st["down"] if not node.up else st["label"]))
         return segs
