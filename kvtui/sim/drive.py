@@ -15,13 +15,14 @@ point on every replay. A new command given after stepping back drops the later o
 run branches) and every checkpoint past it.
 
 Positions count the events a viewer has *stepped to* (`Simulation.step`), which with the same
-inputs always land on the same event. No wall-clock time enters the simulation: the budget
-only decides when a call returns.
+inputs always land on the same event. The engine never reads a wall clock: the caller hands
+in its own (`clock`, e.g. the app's `time.perf_counter`) and a budget in that clock's units,
+which only decides when a call returns, never what the simulation does. Without a clock,
+every call runs to completion.
 """
 
 from __future__ import annotations
 
-import time
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -108,7 +109,9 @@ class Drive:
         policy: str | None = None,
         every: int = 2_000,
         max_checkpoints: int = 24,
+        clock: Callable[[], float] | None = None,
     ):
+        self.clock = clock
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.policy = policy or scenario.router.policy
@@ -161,6 +164,15 @@ class Drive:
         self.checkpoints = []
         self._builder = None
 
+    # ------------------------------------------------------------------ budgets
+    def _deadline(self, budget_s: float) -> float | None:
+        if self.clock is None or budget_s == float("inf"):
+            return None
+        return self.clock() + budget_s
+
+    def _late(self, deadline: float | None) -> bool:
+        return deadline is not None and self.clock() > deadline
+
     # ------------------------------------------------------------------ forward
     def step(self, fold: Iterable[str] = ()) -> Event | None:
         """The next event (skipping `fold` kinds); None once the run has ended."""
@@ -185,8 +197,7 @@ class Drive:
         (or the run ended), False when the budget ran out first (call again)."""
         sim = self.run.sim
         env = sim.env
-        deadline = time.perf_counter() + budget_s
-        clock = time.perf_counter
+        deadline = self._deadline(budget_s)
         n = 0
         while not sim.ended:
             if not sim.bus.outbox and env.peek() > target and not self._due():
@@ -195,7 +206,7 @@ class Drive:
             if self.step() is None:
                 break
             n += 1
-            if (n & 15) == 0 and clock() > deadline:
+            if (n & 15) == 0 and self._late(deadline):
                 return False
         return True
 
@@ -210,8 +221,7 @@ class Drive:
         kinds = tuple(kinds)
         if self.seek_origin is None:
             self.seek_origin = self.run.position
-        deadline = time.perf_counter() + budget_s
-        clock = time.perf_counter
+        deadline = self._deadline(budget_s)
         n = 0
         while True:
             ev = self.step()
@@ -223,7 +233,7 @@ class Drive:
                 self.seek_origin = None
                 return ev
             n += 1
-            if (n & 15) == 0 and clock() > deadline:
+            if (n & 15) == 0 and self._late(deadline):
                 return False
 
     def cancel_seek(self) -> None:
@@ -277,13 +287,13 @@ class Drive:
         position = max(0, position)
         if position < self.run.position:
             self._rewind_to(position)
-        deadline = time.perf_counter() + budget_s
+        deadline = self._deadline(budget_s)
         n = 0
         while self.run.position < position:
             if self.step() is None:
                 return True
             n += 1
-            if (n & 15) == 0 and time.perf_counter() > deadline:
+            if (n & 15) == 0 and self._late(deadline):
                 return False
         self.run.apply_due(self.commands, position)
         return True
@@ -347,8 +357,8 @@ class Drive:
     def maintain(self, budget_s: float) -> bool:
         """Build checkpoints for up to `budget_s` wall seconds; True when there is nothing left
         to build. Call it while the viewer is idle."""
-        deadline = time.perf_counter() + budget_s
-        while time.perf_counter() < deadline:
+        deadline = self._deadline(budget_s)
+        while True:
             if self._builder is None:
                 target = self.missing_checkpoint()
                 if target is None:
@@ -361,12 +371,13 @@ class Drive:
                 if run.step() is None:
                     break
                 n += 1
-                if (n & 31) == 0 and time.perf_counter() > deadline:
+                if (n & 31) == 0 and self._late(deadline):
                     return False
             self._builder = None
             self.checkpoints.append(run)
             self._trim()
-        return False
+            if self._late(deadline):
+                return False
 
     # ------------------------------------------------------------------ questions
     def time_of(self, position: int) -> float | None:

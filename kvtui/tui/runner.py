@@ -9,6 +9,7 @@ lines, and which event the explanation panel is about.
 
 from __future__ import annotations
 
+import time
 from typing import Iterable
 
 from kvtui.events import Event, RouteDecided
@@ -48,7 +49,7 @@ class Runner:
 
     # ------------------------------------------------------------------ lifecycle
     def _build(self) -> None:
-        self.drive = Drive(self.scenario, seed=self.seed, policy=self.policy)
+        self.drive = Drive(self.scenario, seed=self.seed, policy=self.policy, clock=time.perf_counter)
         self.current: Event | None = None  # the event the explanation panel is about
         self._moved()
 
