@@ -603,6 +603,13 @@ class KvtuiApp(App[None]):
             cmds.append((f"Theme: {name}", "t cycles", lambda n=name: self._set_theme(n)))
         return cmds
 
+    def action_command_palette(self) -> None:
+        """Textual's palette with two upstream races guarded (see kvtui/tui/palette.py)."""
+        from kvtui.tui.palette import GuardedCommandPalette
+
+        if self.use_command_palette and not GuardedCommandPalette.is_open(self):
+            self.push_screen(GuardedCommandPalette(id="--command-palette"))
+
     def _zoom(self, name: str) -> None:
         self._select(name)
         if isinstance(self.screen, ZoomScreen):

@@ -106,6 +106,14 @@ class BlockMap(Widget):
         "blockmap--dim",
     }
 
+    class CellClicked(Message):
+        """A cell of the zoomed node was clicked (the inspector moves its cursor there)."""
+
+        def __init__(self, node: str, cell: int) -> None:
+            self.node = node
+            self.cell = cell
+            super().__init__()
+
     class NodeClicked(Message):
         def __init__(self, node: str, double: bool) -> None:
             self.node = node
@@ -117,6 +125,7 @@ class BlockMap(Widget):
         self.runner = runner
         self.only = only
         self.selected: str | None = None
+        self.cursor: int | None = None  # the inspector's cell (zoomed node only)
         self.max_rows: int | None = None  # cap on the auto height (the app sets it per screen size)
         self.groups: dict[str, int] = {}
         self._cells: dict[int, _NodeCells] = {}
@@ -407,6 +416,40 @@ class BlockMap(Widget):
         nc.rows[row] = segs
         return segs
 
+    def _with_cursor(self, segs: list[Segment], nc: _NodeCells, row: int, col_w: int) -> list[Segment]:
+        """The row with the inspector's cell drawn in reverse (only when it is in this row)."""
+        first = row * col_w
+        cur = self.cursor
+        if cur is None or not first <= cur < first + col_w or cur >= len(nc.codes):
+            return segs
+        x = cur - first
+        out: list[Segment] = []
+        pos = 0
+        for seg in segs:
+            n = len(seg.text)
+            if pos <= x < pos + n:
+                a, b = x - pos, x - pos + 1
+                if a:
+                    out.append(Segment(seg.text[:a], seg.style))
+                out.append(Segment(seg.text[a:b], (seg.style or Style()) + Style(reverse=True, bold=True)))
+                if b < n:
+                    out.append(Segment(seg.text[b:], seg.style))
+            else:
+                out.append(seg)
+            pos += n
+        return out
+
+    def cell_scale(self) -> tuple[int, int]:
+        """(blocks per cell, cells per row) of the zoomed node as last laid out."""
+        nodes = self.nodes()
+        if not nodes:
+            return 1, 1
+        width, height = self.size
+        c, col_w, node_h = self.layout(width, height)
+        nc = self._cells.get(0)
+        k = nc.k if nc is not None else max(1, ceil(nodes[0].num_blocks / max(1, col_w * max(node_h - 1, 1))))
+        return k, max(col_w, 1)
+
     # ------------------------------------------------------------------ labels
     def _label(self, node, nc: _NodeCells, width: int) -> list[Segment]:
         """The node's label line, shortened by rule so it always fits its column with one
@@ -474,7 +517,7 @@ class BlockMap(Widget):
         grid_row, line = divmod(y, node_h)
         first = grid_row * c
         row_nodes = nodes[first : first + c]
-        key = (width, c, col_w, node_h, tuple(self.node_key(n) for n in row_nodes))
+        key = (width, c, col_w, node_h, self.cursor, tuple(self.node_key(n) for n in row_nodes))
         hit = self._strips.get((grid_row, line))
         if hit is not None and hit[0] == key:
             return hit[1]
@@ -498,6 +541,8 @@ class BlockMap(Widget):
                 segs = self._label(node, nc, col_w)
             else:
                 segs = self._row_segments(nc, line - 1, col_w)
+                if self.cursor is not None and self.only is not None:
+                    segs = self._with_cursor(segs, nc, line - 1, col_w)
             length = sum(len(s.text) for s in segs)
             segments.extend(segs)
             if length < col_w:
@@ -511,6 +556,12 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ mouse
     def on_click(self, event: events.Click) -> None:
+        if self.only is not None and self.cursor is not None:
+            width, height = self.size
+            c, col_w, node_h = self.layout(width, height)
+            if node_h > 1 and event.y >= 1 and event.x < col_w:
+                self.post_message(self.CellClicked(self.only, (event.y - 1) * col_w + event.x))
+                return
         name = self.node_at(event.x, event.y)
         if name is not None:
             self.post_message(self.NodeClicked(name, event.chain >= 2))
