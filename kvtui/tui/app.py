@@ -44,6 +44,7 @@ from kvtui.tui.widgets.latency_panel import LatencyPanel
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.log_list import LogList
 from kvtui.tui.widgets.status_bar import StatusBar
+from kvtui.tui.widgets.timeline import ChapterLine, Timeline
 from kvtui.tui.widgets.view_tabs import VIEWS, ViewTabs
 
 FPS = 20
@@ -124,6 +125,8 @@ class KvtuiApp(App[None]):
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
+        yield Timeline(self.runner, id="timeline")
+        yield ChapterLine(self.runner, id="chapter")
         with Container(id="main"):
             with Vertical(id="left"):
                 yield Legend(self.runner, id="legend")
@@ -146,6 +149,9 @@ class KvtuiApp(App[None]):
         self.why = self.query_one("#why", Explanation)
         self.latency_panels = [self.query_one("#latency", LatencyPanel), self.query_one("#latency-wide", LatencyPanel)]
         self.tabs = self.query_one("#tabs", ViewTabs)
+        self.timeline = self.query_one("#timeline", Timeline)
+        self.chapter = self.query_one("#chapter", ChapterLine)
+        self.chapter.display = bool(self.runner.scenario.story)
         self.maps.selected = self.selected_node
         self._apply_size()
         self._set_view(self.view)
@@ -172,12 +178,16 @@ class KvtuiApp(App[None]):
             self.maps.refresh(layout=True)
             if not wide:
                 self.why.styles.height = max(2, min(6, height // 5))
+                self.why.styles.max_height = None
             else:
-                self.why.styles.height = "auto"
+                self.why.styles.height = "1fr"
+                self.why.styles.max_height = None
         self.set_class(wide, "-wide")
         self.set_class(not wide, "-narrow")
         if changed and hasattr(self, "latency_panels"):
             self.latency_panel().rebind()
+        if hasattr(self, "timeline"):
+            self.refresh_panels(force=True)  # the header and timeline re-lay out for the new width
 
     def _set_view(self, view: str) -> None:
         self.view = view
@@ -267,6 +277,8 @@ class KvtuiApp(App[None]):
                 width=self.size.width,
             )
         self.maps.tick()
+        self.timeline.tick()
+        self.chapter.tick()
         if isinstance(self.screen, ZoomScreen):
             self.screen.tick()
         now = time.perf_counter()
@@ -317,6 +329,9 @@ class KvtuiApp(App[None]):
     def on_log_list_chosen(self, message: LogList.Chosen) -> None:
         if isinstance(message.event, RouteDecided) and not self.has_class("-wide"):
             self._set_view("candidates")
+
+    def on_timeline_picked(self, message: Timeline.Picked) -> None:
+        self.goto(f"{message.t:.6f}")
 
     def on_view_tabs_picked(self, message: ViewTabs.Picked) -> None:
         self._set_view(message.view)

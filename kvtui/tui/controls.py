@@ -15,7 +15,7 @@ from textual.binding import Binding
 NEXT = Binding.Group("Next")
 SPEED = Binding.Group("Speed", compact=True)
 NODE = Binding.Group("Node", compact=True)
-TIME = Binding.Group("Time", compact=True)
+TIME = Binding.Group("Step/Back", compact=True)
 
 
 @dataclass(frozen=True)

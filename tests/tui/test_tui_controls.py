@@ -304,7 +304,7 @@ def test_decision_selection_shows_candidates(make):
             assert app.candidates.decision is ev
             assert app.why.shown[0] == ev.seq and app.why.shown[1] == "selected"
             for c in ev.candidates:
-                assert c.node in str(app.candidates.render())
+                assert c.node in app.candidates.plain
             await pilot.press("escape")
             assert app.decision_log.cursor is None
 

@@ -218,27 +218,40 @@ class BlockMap(Widget):
         return [n.num_blocks for n in self.nodes()]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """The height at which every block gets its own cell (CSS max-height may cap it)."""
+        """The height at which every block gets its own cell, two characters wide (a square
+        on most terminals) when that fits under `max_rows`, else one; CSS max-height may cap it."""
         sizes = self._sizes()
         n = len(sizes)
         if not n:
             return 1
-        best = None
-        for c in range(1, n + 1):
-            col_w = (width - (c - 1) * GAP) // c
-            if c > 1 and col_w < MIN_COLUMN:
-                break
-            col_w = max(col_w, 1)
-            r = ceil(n / c)
-            h = r * (1 + max(ceil(b / col_w) for b in sizes))
-            if best is None or h < best:
-                best = h
+
+        def min_height(cw: int) -> int:
+            best = None
+            for c in range(1, n + 1):
+                col_w = (width - (c - 1) * GAP) // c
+                if c > 1 and col_w < MIN_COLUMN:
+                    break
+                per_row = max(col_w // cw, 1)
+                h = ceil(n / c) * (1 + max(ceil(b / per_row) for b in sizes))
+                best = h if best is None else min(best, h)
+            return best or 1
+
+        best = min_height(1)
+        if self.only is None:
+            square = min_height(2)
+            if self.max_rows is None or square <= self.max_rows:
+                best = square
         best = best or 1
         if self.max_rows is not None and best > self.max_rows:
             c, _col_w, node_h = self.layout(width, self.max_rows)
             rows = ceil(n / c)
             best = min(self.max_rows, rows if node_h == 1 else rows * node_h)
         return max(best, 1)
+
+    def cell_width(self, width: int, height: int) -> int:
+        """Characters per cell in the current layout (2 when every block fits at that size)."""
+        self.layout(width, height)
+        return self._grid_cache[2]
 
     def layout(self, width: int, height: int) -> tuple[int, int, int]:
         """(columns, column width, lines per node) for this size, fewest blocks per cell."""
@@ -257,21 +270,24 @@ class BlockMap(Widget):
             node_h = height // r
             if node_h < 2:
                 continue
-            cells = col_w * (node_h - 1)
-            k = max((ceil(b / cells) for b in sizes), default=1)
-            score = (k, c)
-            if best is None or score < best[0]:
-                best = (score, (c, col_w, node_h))
+            for cw in (1, 2):
+                cells = max(col_w // cw, 1) * (node_h - 1)
+                k = max((ceil(b / cells) for b in sizes), default=1)
+                if cw > 1 and k > 1:
+                    continue
+                score = (k, -cw, c)
+                if best is None or score < best[0]:
+                    best = (score, (c, col_w, node_h), cw)
         if best is None:
             # Too short for a label line plus a row of cells per node: one line per node, its
             # name then its cells ("inline"), in as few columns as fit the height.
             c = 1
             while c < n and ceil(n / c) > height and (width - c * GAP) // (c + 1) >= MIN_COLUMN:
                 c += 1
-            out = (c, max((width - (c - 1) * GAP) // c, 1), 1)
+            out, cw = (c, max((width - (c - 1) * GAP) // c, 1), 1), 1
         else:
-            out = best[1]
-        self._grid_cache = (key, out)
+            out, cw = best[1], best[2]
+        self._grid_cache = (key, out, cw)
         return out
 
     def node_at(self, x: int, y: int) -> str | None:
@@ -335,7 +351,7 @@ class BlockMap(Widget):
         tier = node.gpu
         n = tier.num_blocks
         k = max(1, ceil(n / max(cells_avail, 1)))
-        key = (node.version, k, col_w)
+        key = (node.version, k, col_w, cells_avail)
         cached = self._cells.get(i)
         if cached is not None and cached.key == key:
             return cached
@@ -399,11 +415,12 @@ class BlockMap(Widget):
         slot = np.where(glyph == G_FREE, 0, slot)
         return glyph * 32 + slot * 2 + tint
 
-    def _row_segments(self, nc: _NodeCells, row: int, col_w: int) -> list[Segment]:
+    def _row_segments(self, nc: _NodeCells, row: int, col_w: int, cw: int = 1) -> list[Segment]:
         segs = nc.rows.get(row)
         if segs is not None:
             return segs
-        codes = nc.codes[row * col_w : (row + 1) * col_w]
+        per_row = max(col_w // cw, 1)
+        codes = nc.codes[row * per_row : (row + 1) * per_row]
         segs = []
         if len(codes):
             styles = self._styles
@@ -411,24 +428,25 @@ class BlockMap(Widget):
             start = 0
             for end in [*cuts.tolist(), len(codes)]:
                 code = int(codes[start])
-                segs.append(Segment(GLYPHS[code >> 5] * (end - start), styles[code]))
+                segs.append(Segment(GLYPHS[code >> 5] * ((end - start) * cw), styles[code]))
                 start = end
         nc.rows[row] = segs
         return segs
 
-    def _with_cursor(self, segs: list[Segment], nc: _NodeCells, row: int, col_w: int) -> list[Segment]:
+    def _with_cursor(self, segs: list[Segment], nc: _NodeCells, row: int, col_w: int, cw: int = 1) -> list[Segment]:
         """The row with the inspector's cell drawn in reverse (only when it is in this row)."""
-        first = row * col_w
+        per_row = max(col_w // cw, 1)
+        first = row * per_row
         cur = self.cursor
-        if cur is None or not first <= cur < first + col_w or cur >= len(nc.codes):
+        if cur is None or not first <= cur < first + per_row or cur >= len(nc.codes):
             return segs
-        x = cur - first
+        x = (cur - first) * cw
         out: list[Segment] = []
         pos = 0
         for seg in segs:
             n = len(seg.text)
             if pos <= x < pos + n:
-                a, b = x - pos, x - pos + 1
+                a, b = x - pos, min(n, x - pos + cw)
                 if a:
                     out.append(Segment(seg.text[:a], seg.style))
                 out.append(Segment(seg.text[a:b], (seg.style or Style()) + Style(reverse=True, bold=True)))
@@ -446,9 +464,10 @@ class BlockMap(Widget):
             return 1, 1
         width, height = self.size
         c, col_w, node_h = self.layout(width, height)
+        per_row = max(col_w // self.cell_width(width, height), 1)
         nc = self._cells.get(0)
-        k = nc.k if nc is not None else max(1, ceil(nodes[0].num_blocks / max(1, col_w * max(node_h - 1, 1))))
-        return k, max(col_w, 1)
+        k = nc.k if nc is not None else max(1, ceil(nodes[0].num_blocks / max(1, per_row * max(node_h - 1, 1))))
+        return k, per_row
 
     # ------------------------------------------------------------------ labels
     def _label(self, node, nc: _NodeCells, width: int) -> list[Segment]:
@@ -514,6 +533,7 @@ class BlockMap(Widget):
         if not nodes or width <= 0:
             return Strip.blank(width, base)
         c, col_w, node_h = self.layout(width, height)
+        cw = self.cell_width(width, height)
         grid_row, line = divmod(y, node_h)
         first = grid_row * c
         row_nodes = nodes[first : first + c]
@@ -534,15 +554,15 @@ class BlockMap(Widget):
                 nc = self._node_cells(idx, node, cells_w, cells_w)
                 segs = self._inline(node, nc, col_w, cells_w)
             else:
-                nc = self._node_cells(idx, node, col_w * max(node_h - 1, 1), col_w)
+                nc = self._node_cells(idx, node, max(col_w // cw, 1) * max(node_h - 1, 1), col_w)
             if node_h == 1:
                 pass
             elif line == 0:
                 segs = self._label(node, nc, col_w)
             else:
-                segs = self._row_segments(nc, line - 1, col_w)
+                segs = self._row_segments(nc, line - 1, col_w, cw)
                 if self.cursor is not None and self.only is not None:
-                    segs = self._with_cursor(segs, nc, line - 1, col_w)
+                    segs = self._with_cursor(segs, nc, line - 1, col_w, cw)
             length = sum(len(s.text) for s in segs)
             segments.extend(segs)
             if length < col_w:
@@ -559,8 +579,9 @@ class BlockMap(Widget):
         if self.only is not None and self.cursor is not None:
             width, height = self.size
             c, col_w, node_h = self.layout(width, height)
+            cw = self.cell_width(width, height)
             if node_h > 1 and event.y >= 1 and event.x < col_w:
-                self.post_message(self.CellClicked(self.only, (event.y - 1) * col_w + event.x))
+                self.post_message(self.CellClicked(self.only, (event.y - 1) * max(col_w // cw, 1) + event.x // cw))
                 return
         name = self.node_at(event.x, event.y)
         if name is not None:
