@@ -44,6 +44,7 @@ from kvtui.tui.widgets.latency_panel import LatencyPanel
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.log_list import LogList
 from kvtui.tui.widgets.status_bar import StatusBar
+from kvtui.tui.widgets.overview import OVERVIEW_FROM, OverviewStrip
 from kvtui.tui.widgets.timeline import ChapterLine, Timeline
 from kvtui.tui.widgets.view_tabs import VIEWS, ViewTabs
 
@@ -130,6 +131,7 @@ class KvtuiApp(App[None]):
         with Container(id="main"):
             with Vertical(id="left"):
                 yield Legend(self.runner, id="legend")
+                yield OverviewStrip(self.runner, id="overview")
                 yield BlockMap(self.runner, id="maps")
                 yield Explanation(id="why")
                 yield LatencyPanel(self.runner, id="latency-wide")
@@ -152,6 +154,8 @@ class KvtuiApp(App[None]):
         self.timeline = self.query_one("#timeline", Timeline)
         self.chapter = self.query_one("#chapter", ChapterLine)
         self.chapter.display = bool(self.runner.scenario.story)
+        self.overview = self.query_one("#overview", OverviewStrip)
+        self._arrange_overview()
         self.maps.selected = self.selected_node
         self._apply_size()
         self._set_view(self.view)
@@ -277,6 +281,8 @@ class KvtuiApp(App[None]):
                 width=self.size.width,
             )
         self.maps.tick()
+        if self.overview.display:
+            self.overview.tick()
         self.timeline.tick()
         self.chapter.tick()
         if isinstance(self.screen, ZoomScreen):
@@ -528,9 +534,26 @@ class KvtuiApp(App[None]):
         self._restart(policy=name)
         self.notify(f"Policy {name}: the run restarted with seed {self.runner.seed}.", title="Policy")
 
+    def _arrange_overview(self) -> None:
+        """Beyond OVERVIEW_FROM nodes: an overview strip of every node, and the block map of
+        the focused (selected) node only."""
+        big = len(self.runner.node_names()) > OVERVIEW_FROM
+        self.overview.display = big
+        self.overview.selected = self.selected_node
+        only = self.selected_node if big else None
+        if self.maps.only != only:
+            self.maps.only = only
+            self.maps.rebind()
+
+    def on_overview_strip_picked(self, message: OverviewStrip.Picked) -> None:
+        self._select(message.node)
+        self._after_command()
+
     def _select(self, name: str | None) -> None:
         self.selected_node = name
         self.maps.set_selected(name)
+        if hasattr(self, "overview"):
+            self._arrange_overview()
 
     def action_select_node(self, delta: int) -> None:
         names = self.runner.node_names()

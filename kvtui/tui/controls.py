@@ -15,7 +15,7 @@ from textual.binding import Binding
 NEXT = Binding.Group("Next")
 SPEED = Binding.Group("Speed", compact=True)
 NODE = Binding.Group("Node", compact=True)
-TIME = Binding.Group("Step/Back", compact=True)
+TIME = Binding.Group("Step", compact=True)
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,10 @@ EXTRA_HELP = (
 
 
 def bindings() -> list[Binding]:
-    return [c.binding() for c in CONTROLS if c.keys]
+    """Help and quit first, so the footer shows them at any width (it cuts from the right)."""
+    first = [c for c in CONTROLS if c.id in ("help", "quit")]
+    rest = [c for c in CONTROLS if c.id not in ("help", "quit")]
+    return [c.binding() for c in first + rest if c.keys]
 
 
 MERGED = ("slower", "next-node", "prev-chapter")  # shown on the row of their pair
