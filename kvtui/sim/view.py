@@ -193,3 +193,43 @@ def block_view(sim, node_name: str, index: int, journal=None) -> BlockView | Non
         stored_by=stored_by,
         session=session,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFigures:
+    """The few numbers a side-by-side comparison shows for each run."""
+
+    now: float
+    arrived: int
+    completed: int
+    rejected: int
+    preempted: int
+    evicted_blocks: int
+    token_hit_rate: float
+    request_hit_rate: float
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
+
+
+def key_figures(sim) -> KeyFigures:
+    m = sim.metrics
+    p50, p95 = _pct(m.ttft, 50), _pct(m.ttft, 95)
+    return KeyFigures(
+        now=sim.now,
+        arrived=m.arrived,
+        completed=m.completed,
+        rejected=m.rejected,
+        preempted=m.preempted,
+        evicted_blocks=m.evicted_blocks,
+        token_hit_rate=m.token_hit_rate,
+        request_hit_rate=m.request_hit_rate,
+        ttft_p50_ms=None if p50 is None else p50 * 1000,
+        ttft_p95_ms=None if p95 is None else p95 * 1000,
+    )

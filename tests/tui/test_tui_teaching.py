@@ -139,3 +139,26 @@ def test_palette_survives_keys_faster_than_it_settles(make):
                 assert app.is_running, keys
 
     run(go())
+
+
+def test_split_screen_runs_in_lockstep(scenario):
+    from kvtui.tui.compare import make_compare_app
+
+    async def go():
+        app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.press(*["s"] * 30)
+            left, right = app.left, app.right
+            assert left.policy == "cache_aware" and right.policy == "round_robin"
+            assert left.seed == right.seed
+            # a step moves the run that is behind, then the other to the same time (to within
+            # the one event that carries it past)
+            assert left.now > 0 and abs(left.now - right.now) < 0.05
+            app.lockstep.advance(5.0, budget_s=60)
+            app.refresh_panels()
+            await pilot.pause()
+            assert left.now == right.now == 5.0
+            diff = str(app.query_one("#diff").render())
+            assert "Δ round_robin vs cache_aware" in diff and "token hit rate" in diff and "rejections" in diff
+
+    run(go())
