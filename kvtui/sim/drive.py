@@ -35,6 +35,7 @@ from kvtui.sim.journal import Journal
 from kvtui.sim.view import ClusterView, ViewCache, block_view
 
 FOLDABLE = ("stored", "batch")  # the kinds a coarse single step folds away
+BIG_CLUSTER_BLOCKS = 20_000  # KV blocks in all, from which fewer checkpoints are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +109,14 @@ class Drive:
         seed: int | None = None,
         policy: str | None = None,
         every: int = 2_000,
-        max_checkpoints: int = 24,
+        max_checkpoints: int = 32,
         clock: Callable[[], float] | None = None,
+        near: int = 16,
+        near_every: int = 128,
     ):
         self.clock = clock
+        self.near = near
+        self.near_every = near_every
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.policy = policy or scenario.router.policy
@@ -127,6 +132,10 @@ class Drive:
         self.views = ViewCache()
         self.seek_origin: int | None = None
         self.run = self._fresh()
+        # Every checkpoint is a whole simulation: big clusters keep fewer of them.
+        if sum(n.pool.num_blocks for n in self.run.sim.nodes) > BIG_CLUSTER_BLOCKS:
+            self.max_checkpoints = min(self.max_checkpoints, 8)
+            self.near = min(self.near, 4)
 
     # ------------------------------------------------------------------ the current run
     def _fresh(self) -> _Run:
@@ -337,22 +346,57 @@ class Drive:
 
     # ------------------------------------------------------------------ background work
     def spacing(self) -> int:
+        """Events between the coarse checkpoints (wider on long runs: at most `max_checkpoints`)."""
         if self.max_checkpoints <= 0:
             return 0
         return max(self.every, -(-self.run.position // self.max_checkpoints))
 
-    def missing_checkpoint(self) -> int | None:
-        """The checkpoint position most worth building now (nearest below the current one)."""
+    def wanted(self) -> list[tuple[int, int]]:
+        """(position, slot width) of the checkpoints worth having, most useful first: a
+        ladder of `near` runs every `near_every` events just below the current position
+        (each step back consumes one run, so consecutive steps back need several close by),
+        then the coarse ones every `spacing()` events for long jumps."""
         k = self.spacing()
         if not k:
-            return None
-        have = {c.position for c in self.checkpoints}
-        s = (self.run.position // k) * k
+            return []
+        pos = self.run.position
+        out = []
+        d = self.near_every
+        top = ((pos - 1) // d) * d
+        for j in range(self.near):
+            s = top - j * d
+            if s <= 0:
+                break
+            out.append((s, d))
+        s = (pos // k) * k
         while s > 0:
-            if not any(s <= h < s + k for h in have if h <= self.run.position):
-                return s
+            out.append((s, k))
             s -= k
+        return out
+
+    def missing_checkpoint(self) -> int | None:
+        """The checkpoint position most worth building now (see `wanted`)."""
+        have = [c.position for c in self.checkpoints if c.position <= self.run.position]
+        for s, width in self.wanted():
+            if not any(s <= h < s + width for h in have):
+                return s
         return None
+
+    def _source_for(self, target: int) -> _Run:
+        """The run to replay from to build a checkpoint at `target`: the highest coarse one at
+        or below it (coarse ones are rebuilt later, far from where the viewer is), else a
+        fresh run."""
+        ladder = {s for s, w in self.wanted() if w == self.near_every}
+        spare = [
+            c for c in self.checkpoints
+            if c.position <= target and c.applied <= len(self.commands)
+            and not any(s <= c.position < s + self.near_every for s in ladder)
+        ]
+        if not spare:
+            return self._fresh()
+        best = max(spare, key=lambda c: c.position)
+        self.checkpoints.remove(best)
+        return best
 
     def maintain(self, budget_s: float) -> bool:
         """Build checkpoints for up to `budget_s` wall seconds; True when there is nothing left
@@ -363,7 +407,7 @@ class Drive:
                 target = self.missing_checkpoint()
                 if target is None:
                     return True
-                self._builder = (self._fresh(), target)
+                self._builder = (self._source_for(target), target)
             run, target = self._builder
             n = 0
             while run.position < target:

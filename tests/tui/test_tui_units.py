@@ -171,12 +171,23 @@ def test_place_marks_never_overlaps():
 
 # ---------------------------------------------------------------------- themes
 def test_theme_files_load_with_block_variables():
-    themes = {t.name: t for t in load_themes(ROOT / "themes")}
+    from kvtui.tui.themes import SHIPPED
+
+    assert SHIPPED.is_relative_to(ROOT / "kvtui"), "themes ship inside the package"
+    themes = {t.name: t for t in load_themes(SHIPPED)}
     assert {"dark", "light", "high-contrast"} <= set(themes)
     for t in themes.values():
         for var in DEFAULT_VARIABLES:
             assert var in t.variables, (t.name, var)
     assert themes["light"].dark is False
+
+
+def test_user_theme_directory_adds_and_overrides(tmp_path, monkeypatch):
+    (tmp_path / "dark.toml").write_text('name = "dark"\nprimary = "#123456"\ndark = true\n')
+    (tmp_path / "mine.toml").write_text('name = "mine"\nprimary = "#654321"\n')
+    monkeypatch.setenv("KVTUI_THEMES", str(tmp_path))
+    themes = {t.name: t for t in load_themes()}
+    assert themes["dark"].primary == "#123456" and "mine" in themes and "light" in themes
 
 
 def test_bad_theme_file_is_an_input_error(tmp_path):
