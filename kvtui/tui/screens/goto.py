@@ -16,7 +16,7 @@ class GotoScreen(ModalScreen[str | None]):
         width: 60; max-width: 100%; height: auto; border: round $primary; background: $surface; padding: 0 1;
     }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]  # ? and q are text here: escape first
 
     def __init__(self, now: float, position: int):
         super().__init__()

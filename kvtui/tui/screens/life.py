@@ -4,6 +4,7 @@ and how it ended, each with its sim time."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -44,15 +45,15 @@ def life_lines(request: str, life: tuple[Event, ...]) -> list[str]:
     out = [f"{request}: {len(life)} events so far"]
     t0 = life[0].t
     for ev in life:
-        head = f"{ev.t:9.3f}s (+{ev.t - t0:7.3f})  {WHAT.get(ev.kind, ev.kind)}"
+        head = f"{ev.t:.3f}s (+{ev.t - t0:.3f})  {WHAT.get(ev.kind, ev.kind)}"
         out.append(head + _detail(ev))
         if ev.kind == "routed":
             ranked = sorted(ev.candidates, key=lambda c: -c.score)
             for c in ranked:
                 feats = " ".join(f"{k}={v:g}" for k, v in c.features)
-                mark = "▸" if c.node == ev.node else " "
+                mark = "▸" if c.node == ev.node else "─"
                 note = f"  ({c.note})" if c.note else ""
-                out.append(f"{'':24}{mark} {c.node:<10} score {c.score:8.3f}  {feats}{note}")
+                out.append(f"└─{mark} {c.node:<10} score {c.score:9.3f}  {feats}{note}")
     return out
 
 
@@ -87,9 +88,15 @@ class LifeScreen(ModalScreen[None]):
     LifeScreen { align: center middle; }
     LifeScreen > VerticalScroll {
         width: 100%; max-width: 140; height: 100%; border: round $primary; background: $surface; padding: 0 1;
+        overflow-x: auto;
     }
+    LifeScreen Static { width: auto; text-wrap: nowrap; }
     """
-    BINDINGS = [Binding("escape,i,q", "app.pop_screen", "Close")]
+    BINDINGS = [
+        Binding("escape,i", "app.pop_screen", "Close"),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
+        Binding("q", "app.pop_screen", "Quit this view"),
+    ]
 
     def __init__(self, runner, request: str):
         super().__init__()
@@ -100,5 +107,5 @@ class LifeScreen(ModalScreen[None]):
         lines = life_lines(self.request, self.runner.journal.life(self.request))
         with VerticalScroll() as vs:
             vs.border_title = f"Life of {self.request} (escape closes)"
-            yield Static("\n".join(lines), markup=False)
+            yield Static(Text("\n".join(lines), no_wrap=True))
         yield Footer()

@@ -74,9 +74,9 @@ class ZoomScreen(Screen[None]):
         Binding("up", "move(0, -1)", "↑", show=False),
         Binding("down", "move(0, 1)", "↓", show=False),
         Binding("enter", "life", "Request life"),
-        Binding("left_square_bracket", "other_node(-1)", "prev node", key_display="["),
-        Binding("right_square_bracket", "other_node(1)", "next node", key_display="]"),
-        Binding("d", "toggle_shown", "Down/Up"),
+        Binding("left_square_bracket", "other_node(-1)", "prev node", key_display="[", show=False),
+        Binding("right_square_bracket", "other_node(1)", "next node", key_display="]", show=False),
+        Binding("d", "toggle_shown", "Down/Up", show=False),
     ]
 
     def __init__(self, runner, node: str):
