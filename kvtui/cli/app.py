@@ -13,7 +13,8 @@ def main(argv: list[str]) -> int:
     p = Parser(prog="kvtui", description="Open the interactive app on a scenario.", epilog=_epilog(),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p)
-    p.add_argument("--theme", help="colour theme (see themes/)")
+    p.add_argument("--theme", help="colour theme (kvtui/tui/themes/, or your own in ~/.config/kvtui/themes/)")
+    p.add_argument("--vs", metavar="POLICY", help="split screen: the same run under POLICY, side by side in lockstep")
     args = p.parse_args(argv)
     check_policy(args.policy)
     scenario = load(args)
@@ -26,7 +27,13 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    app = make_app(scenario, seed=args.seed, policy=args.policy, theme=args.theme)
+    if args.vs:
+        check_policy(args.vs)
+        from kvtui.tui.compare import make_compare_app
+
+        app = make_compare_app(scenario, args.vs, seed=args.seed, policy=args.policy, theme=args.theme)
+    else:
+        app = make_app(scenario, seed=args.seed, policy=args.policy, theme=args.theme)
     try:
         app.run()
     except Exception as e:  # noqa: BLE001 - raised before Textual could catch it: still a crash

@@ -524,6 +524,15 @@ def _check_scenario(scenario: Scenario, b: _Builder) -> None:
     _check_profile_names(scenario, b)
     _check_capacity(scenario, b)
     _check_groups(scenario, b)
+    _check_story(scenario, b)
+
+
+def _check_story(scenario: Scenario, b: _Builder) -> None:
+    """Story chapters are told in time order (the app steps from one to the next)."""
+    for i in range(1, len(scenario.story)):
+        if scenario.story[i].at < scenario.story[i - 1].at and b.is_clean(f"story[{i}].at"):
+            path = f"story[{i}].at"
+            b.report_at(path, f"{path}: chapters must be in time order ({scenario.story[i].at:g} s comes after {scenario.story[i - 1].at:g} s)")
 
 
 def _check_node_names(scenario: Scenario, b: _Builder) -> None:

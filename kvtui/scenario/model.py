@@ -413,6 +413,16 @@ class ScriptedEvent:
 
 
 @dataclass(frozen=True)
+class Chapter:
+    """One chapter of the scenario's story: what to watch from a sim time on (the app shows
+    the current chapter and marks each one on its timeline)."""
+
+    at: float = field(metadata=doc("sim time in seconds the chapter starts", min=0))
+    title: str = field(metadata=doc("a few words, shown in the header and on the timeline"))
+    text: str = field(default="", metadata=doc("what to look at and why"))
+
+
+@dataclass(frozen=True)
 class Metadata:
     """The WAL-backed control-plane store."""
 
@@ -476,6 +486,7 @@ class Scenario:
     router: Router = field(default_factory=Router, metadata=doc("routing"))
     workload: Workload = field(default_factory=Workload, metadata=doc("what arrives"))
     events: tuple[ScriptedEvent, ...] = field(default=(), metadata=doc("scripted faults"))
+    story: tuple[Chapter, ...] = field(default=(), metadata=doc("what the scenario teaches, in order: chapters at sim times"))
     metadata: Metadata | None = field(
         default=None, metadata=doc("the WAL-backed control-plane store; absent = no store")
     )

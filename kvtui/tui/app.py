@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import time
 from collections import deque
+from functools import partial
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -29,6 +30,7 @@ from kvtui.events import Event, RouteDecided
 from kvtui.scenario.model import Scenario
 from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.tui.commands import KvtuiCommands
+from kvtui.tui.controls import bindings, help_rows, palette
 from kvtui.tui.runner import DEFAULT_SPEED, SEEK_KINDS, SPEEDS, Runner
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
@@ -42,6 +44,8 @@ from kvtui.tui.widgets.latency_panel import LatencyPanel
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.log_list import LogList
 from kvtui.tui.widgets.status_bar import StatusBar
+from kvtui.tui.widgets.overview import OVERVIEW_FROM, OverviewStrip
+from kvtui.tui.widgets.timeline import ChapterLine, Timeline
 from kvtui.tui.widgets.view_tabs import VIEWS, ViewTabs
 
 FPS = 20
@@ -53,9 +57,6 @@ WIDE = 120  # columns from which every panel is shown at once
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
 FREEZE_EVERY_S = 1.0  # while playing, hide the simulation's long-lived objects from the GC this often
 
-NEXT = Binding.Group("Next")
-SPEED = Binding.Group("Speed", compact=True)
-NODE = Binding.Group("Node", compact=True)
 
 
 class MainScreen(Screen[None]):
@@ -73,52 +74,8 @@ class KvtuiApp(App[None]):
     TITLE = "kvtui"
     COMMANDS = App.COMMANDS | {KvtuiCommands}
 
-    BINDINGS = [
-        Binding("space", "toggle_play", "Play/Pause", id="play"),
-        Binding("s", "step", "Step", id="step"),
-        Binding("e", "seek('eviction')", "eviction", group=NEXT, id="next-eviction"),
-        Binding("r", "seek('rejection')", "rejection", group=NEXT, id="next-rejection"),
-        Binding("p", "seek('preemption')", "preemption", group=NEXT, id="next-preemption"),
-        Binding("f", "seek('failure')", "node failure", group=NEXT, show=False, id="next-failure"),
-        Binding("w", "seek('recovery')", "recovery", group=NEXT, show=False, id="next-recovery"),
-        Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+", group=SPEED, id="faster"),
-        Binding("minus", "speed(-1)", "Slower", key_display="-", group=SPEED, id="slower"),
-        Binding("left_square_bracket", "select_node(-1)", "prev node", key_display="[", group=NODE, id="prev-node"),
-        Binding("right_square_bracket", "select_node(1)", "next node", key_display="]", group=NODE, id="next-node"),
-        Binding("d", "toggle_node", "Down/Up", id="toggle-node"),
-        Binding("z", "zoom", "Zoom", id="zoom"),
-        Binding("R", "restart", "Restart", id="restart"),
-        Binding("o", "next_policy", "Policy", id="policy"),
-        Binding("c", "crash", "Crash CP", id="crash"),
-        Binding("t", "next_theme", "Theme", id="theme"),
-        Binding("v", "next_view", "View", id="view"),
-        Binding("question_mark", "help", "Help", key_display="?", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
-    ]
-
-    HELP_ROWS = [
-        ("space", "play / pause"),
-        ("s", "step one event (and explain it)"),
-        ("e", "jump to the next eviction"),
-        ("r", "jump to the next rejection"),
-        ("p", "jump to the next preemption"),
-        ("f", "jump to the next node failure"),
-        ("w", "jump to the next control-plane recovery (WAL replay)"),
-        ("+ / -", "faster / slower (sim seconds per wall second)"),
-        ("[ / ]", "select the previous / next node (or click its map)"),
-        ("d", "take the selected node down / bring it back"),
-        ("z", "zoom the selected node (or double-click it); escape: back"),
-        ("R", "restart the run with the same seed"),
-        ("o", "switch to the next routing policy (restarts the run)"),
-        ("c", "crash the control plane (it recovers from its log)"),
-        ("t", "next theme (dark, light, high-contrast)"),
-        ("v", "next lower panel on narrow screens"),
-        ("↑ ↓ pgup pgdn", "move in the focused log (tab: next); escape: follow"),
-        ("enter", "on a decision: show its candidates"),
-        ("ctrl+p", "command palette: every command by name"),
-        ("?", "this help"),
-        ("q", "quit"),
-    ]
+    BINDINGS = bindings()
+    HELP_ROWS = help_rows()
 
     def __init__(
         self,
@@ -154,6 +111,8 @@ class KvtuiApp(App[None]):
         self._last_freeze = 0.0
         self._shown_event_key = None
         self._decision_shown = None
+        self._log_generation = -1
+        self.last_back_s: float | None = None
 
     # ------------------------------------------------------------------ theme variables
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -167,9 +126,12 @@ class KvtuiApp(App[None]):
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
+        yield Timeline(self.runner, id="timeline")
+        yield ChapterLine(self.runner, id="chapter")
         with Container(id="main"):
             with Vertical(id="left"):
                 yield Legend(self.runner, id="legend")
+                yield OverviewStrip(self.runner, id="overview")
                 yield BlockMap(self.runner, id="maps")
                 yield Explanation(id="why")
                 yield LatencyPanel(self.runner, id="latency-wide")
@@ -189,6 +151,11 @@ class KvtuiApp(App[None]):
         self.why = self.query_one("#why", Explanation)
         self.latency_panels = [self.query_one("#latency", LatencyPanel), self.query_one("#latency-wide", LatencyPanel)]
         self.tabs = self.query_one("#tabs", ViewTabs)
+        self.timeline = self.query_one("#timeline", Timeline)
+        self.chapter = self.query_one("#chapter", ChapterLine)
+        self.chapter.display = bool(self.runner.scenario.story)
+        self.overview = self.query_one("#overview", OverviewStrip)
+        self._arrange_overview()
         self.maps.selected = self.selected_node
         self._apply_size()
         self._set_view(self.view)
@@ -215,12 +182,16 @@ class KvtuiApp(App[None]):
             self.maps.refresh(layout=True)
             if not wide:
                 self.why.styles.height = max(2, min(6, height // 5))
+                self.why.styles.max_height = None
             else:
-                self.why.styles.height = "auto"
+                self.why.styles.height = "1fr"
+                self.why.styles.max_height = None
         self.set_class(wide, "-wide")
         self.set_class(not wide, "-narrow")
         if changed and hasattr(self, "latency_panels"):
             self.latency_panel().rebind()
+        if hasattr(self, "timeline"):
+            self.refresh_panels(force=True)  # the header and timeline re-lay out for the new width
 
     def _set_view(self, view: str) -> None:
         self.view = view
@@ -251,7 +222,7 @@ class KvtuiApp(App[None]):
                 self.seeking = None
                 self.playing = False
                 if found is None:
-                    self.notify(f"No {what} before the end of the run.", title="Jump")
+                    self._nothing_found(what)
                 self._after_command()
         elif self.playing:
             if r.ended:
@@ -264,6 +235,8 @@ class KvtuiApp(App[None]):
                     self.playing = False
                     r.current = r.last_emitted
         else:
+            # Idle: build the checkpoints that make stepping back quick.
+            r.maintain(self.budget * 0.6)
             return
         if start - self._last_freeze >= FREEZE_EVERY_S:
             # Keep the collector's full passes small while the simulation grows its state
@@ -308,6 +281,10 @@ class KvtuiApp(App[None]):
                 width=self.size.width,
             )
         self.maps.tick()
+        if self.overview.display:
+            self.overview.tick()
+        self.timeline.tick()
+        self.chapter.tick()
         if isinstance(self.screen, ZoomScreen):
             self.screen.tick()
         now = time.perf_counter()
@@ -316,6 +293,11 @@ class KvtuiApp(App[None]):
         # times a second: faster is unreadable and costs paint time the maps need.
         if force or not busy or now - self._last_slow >= SLOW_PANEL_S:
             self._last_slow = now
+            if self._log_generation != r.generation:
+                # the run went back in time: the logs start over from its journal
+                self._log_generation = r.generation
+                self.decision_log.clear()
+                self.event_log.clear()
             decisions, skipped = r.drain_decisions(LOG_BATCH)
             self.decision_log.add(decisions, skipped)
             events, skipped = r.drain_log(LOG_BATCH)
@@ -354,6 +336,9 @@ class KvtuiApp(App[None]):
         if isinstance(message.event, RouteDecided) and not self.has_class("-wide"):
             self._set_view("candidates")
 
+    def on_timeline_picked(self, message: Timeline.Picked) -> None:
+        self.goto(f"{message.t:.6f}")
+
     def on_view_tabs_picked(self, message: ViewTabs.Picked) -> None:
         self._set_view(message.view)
 
@@ -365,7 +350,7 @@ class KvtuiApp(App[None]):
     # ------------------------------------------------------------------ actions
     def action_toggle_play(self) -> None:
         if self.seeking is not None:
-            self.seeking = None
+            self._stop_seek()
             self.playing = False
         elif self.runner.ended:
             self.playing = False
@@ -382,7 +367,7 @@ class KvtuiApp(App[None]):
 
     def action_step(self) -> None:
         self.playing = False
-        self.seeking = None
+        self._stop_seek()
         ev = self.runner.step()
         if ev is None:
             self.notify("The run has ended. R restarts it.", title="Step")
@@ -393,6 +378,7 @@ class KvtuiApp(App[None]):
         if what not in SEEK_KINDS:
             return
         self.playing = False
+        self._stop_seek()
         if self.runner.ended:
             self.notify(f"No {what} before the end of the run.", title="Jump")
             return
@@ -405,9 +391,112 @@ class KvtuiApp(App[None]):
         else:
             self.seeking = None
             if found is None:
-                self.notify(f"No {what} before the end of the run.", title="Jump")
+                self._nothing_found(what)
         self._unhighlight_logs()
         self._after_command()
+
+    def action_back(self) -> None:
+        """One event back: the run is replayed from the nearest checkpoint (see Drive)."""
+        self.playing = False
+        self._stop_seek()
+        if self.runner.position == 0:
+            self.notify("Already at the start of the run.", title="Back")
+            return
+        t0 = time.perf_counter()
+        self.runner.back()
+        self.last_back_s = time.perf_counter() - t0
+        self._unhighlight_logs()
+        self._after_command()
+
+    def _nothing_found(self, what: str) -> None:
+        r = self.runner
+        self.notify(
+            f"No {what} before the end of the run: staying at event {r.position} ({r.now:.2f} s).", title="Jump"
+        )
+
+    def _stop_seek(self) -> None:
+        if self.seeking is not None:
+            self.seeking = None
+            self.runner.cancel_seek()
+
+    def action_detail(self) -> None:
+        r = self.runner
+        r.fold = not r.fold
+        if r.fold:
+            self.notify("Single steps fold `stored` and `batch` events (still counted in the run).", title="Detail")
+        else:
+            self.notify("Single steps show every event, `stored` and `batch` included.", title="Detail")
+        self._after_command()
+
+    def action_goto(self) -> None:
+        from kvtui.tui.screens.goto import GotoScreen
+
+        if isinstance(self.screen, GotoScreen):
+            return
+        self.push_screen(GotoScreen(self.runner.now, self.runner.position), self.goto)
+
+    def goto(self, where: str | None) -> None:
+        """Go to `12.5` (sim seconds) or `#500` (event number)."""
+        if not where:
+            return
+        where = where.strip()
+        self.playing = False
+        self._stop_seek()
+        try:
+            if where.startswith("#"):
+                self.runner.goto(int(where[1:]))
+            else:
+                self.runner.goto_time(float(where.rstrip("s")))
+        except ValueError:
+            self.notify(f"Not a time or an event number: {where!r} (try 12.5 or #500).", title="Go to", severity="warning")
+            return
+        self._unhighlight_logs()
+        self._after_command()
+
+    def action_chapter(self, delta: int) -> None:
+        story = list(getattr(self.runner.scenario, "story", ()) or ())
+        if not story:
+            self.notify("This scenario has no story (a `story:` list of chapters).", title="Story")
+            return
+        now = self.runner.now
+        if delta > 0:
+            later = [c for c in story if c.at > now + 1e-9]
+            if not later:
+                self.notify("No chapter after this one.", title="Story")
+                return
+            target = later[0]
+        else:
+            earlier = [c for c in story if c.at < now - 1e-9]
+            if not earlier:
+                self.notify("No chapter before this one.", title="Story")
+                return
+            current = earlier[-1]
+            target = earlier[-2] if len(earlier) > 1 and now - current.at < 0.5 else current
+        self.playing = False
+        self._stop_seek()
+        self.runner.goto_time(target.at)
+        self.notify(target.title, title=f"Chapter at {target.at:g} s")
+        self._unhighlight_logs()
+        self._after_command()
+
+    def action_life(self) -> None:
+        from kvtui.tui.screens.life import LifeScreen, request_of
+
+        ev, _ = self.displayed_event()
+        req = request_of(ev)
+        if req is None and self.runner.decisions:
+            req = self.runner.decisions[-1].request
+        if req is None:
+            self.notify("No request to follow yet: step to a decision first.", title="Request life")
+            return
+        self.open_life(req)
+
+    def open_life(self, request: str) -> None:
+        from kvtui.tui.screens.life import LifeScreen
+
+        if isinstance(self.screen, LifeScreen):
+            self.pop_screen()
+        self.push_screen(LifeScreen(self.runner, request))
 
     def action_speed(self, delta: int) -> None:
         i = min(range(len(SPEEDS)), key=lambda j: abs(SPEEDS[j] - self.speed))
@@ -445,9 +534,26 @@ class KvtuiApp(App[None]):
         self._restart(policy=name)
         self.notify(f"Policy {name}: the run restarted with seed {self.runner.seed}.", title="Policy")
 
+    def _arrange_overview(self) -> None:
+        """Beyond OVERVIEW_FROM nodes: an overview strip of every node, and the block map of
+        the focused (selected) node only."""
+        big = len(self.runner.node_names()) > OVERVIEW_FROM
+        self.overview.display = big
+        self.overview.selected = self.selected_node
+        only = self.selected_node if big else None
+        if self.maps.only != only:
+            self.maps.only = only
+            self.maps.rebind()
+
+    def on_overview_strip_picked(self, message: OverviewStrip.Picked) -> None:
+        self._select(message.node)
+        self._after_command()
+
     def _select(self, name: str | None) -> None:
         self.selected_node = name
         self.maps.set_selected(name)
+        if hasattr(self, "overview"):
+            self._arrange_overview()
 
     def action_select_node(self, delta: int) -> None:
         names = self.runner.node_names()
@@ -487,7 +593,11 @@ class KvtuiApp(App[None]):
     def action_next_theme(self) -> None:
         names = self.theme_cycle
         i = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(i + 1) % len(names)]
+        self._set_theme(names[(i + 1) % len(names)])
+
+    def _set_theme(self, name: str) -> None:
+        self.theme = name
+        self.notify(f"Theme: {name}", title="Theme", timeout=2)
 
     def action_zoom(self) -> None:
         if isinstance(self.screen, ZoomScreen):
@@ -516,32 +626,27 @@ class KvtuiApp(App[None]):
 
     # ------------------------------------------------------------------ command palette
     def palette_commands(self) -> list[tuple[str, str, object]]:
+        """Built from the controls registry (kvtui/tui/controls.py), plus one entry per
+        policy, node and theme."""
         cmds: list[tuple[str, str, object]] = [
-            ("Play / pause", "space: run the simulation at the current speed, or stop it", self.action_toggle_play),
-            ("Step one event", "s: advance to the next event and explain it", self.action_step),
-            ("Jump to next eviction", "e", lambda: self.action_seek("eviction")),
-            ("Jump to next rejection", "r", lambda: self.action_seek("rejection")),
-            ("Jump to next preemption", "p", lambda: self.action_seek("preemption")),
-            ("Jump to next node failure", "f", lambda: self.action_seek("failure")),
-            ("Jump to next control-plane recovery", "w", lambda: self.action_seek("recovery")),
-            ("Faster", "+: more sim seconds per wall second", lambda: self.action_speed(1)),
-            ("Slower", "-", lambda: self.action_speed(-1)),
-            ("Restart (same seed)", "R", self.action_restart),
-            ("Crash the control plane", "c: it recovers from its write-ahead log", self.action_crash),
-            ("Next theme", "t", self.action_next_theme),
-            ("Next view (narrow screens)", "v", self.action_next_view),
-            ("Help", "?: every control and the block map's key", self.action_help),
-            ("Quit", "q", self.exit),
+            (title, help_text, partial(self.run_action, action)) for title, help_text, action in palette()
         ]
         for name in POLICY_NAMES:
             cmds.append((f"Switch policy: {name}", "restarts the run with the same seed", lambda n=name: self.set_policy(n)))
-        for node in self.runner.sim.nodes:
+        for node in self.runner.view().nodes:
             verb = "Take {} down" if node.up else "Bring {} back up"
             cmds.append((verb.format(node.name), "d on the selected node", lambda n=node.name: self.toggle_node(n)))
-            cmds.append((f"Zoom {node.name}", "z on the selected node", lambda n=node.name: self._zoom(n)))
+            cmds.append((f"Inspect {node.name}", "z on the selected node", lambda n=node.name: self._zoom(n)))
         for name in self.theme_cycle:
-            cmds.append((f"Theme: {name}", "t cycles", lambda n=name: setattr(self, "theme", n)))
+            cmds.append((f"Theme: {name}", "t cycles", lambda n=name: self._set_theme(n)))
         return cmds
+
+    def action_command_palette(self) -> None:
+        """Textual's palette with two upstream races guarded (see kvtui/tui/palette.py)."""
+        from kvtui.tui.palette import GuardedCommandPalette
+
+        if self.use_command_palette and not GuardedCommandPalette.is_open(self):
+            self.push_screen(GuardedCommandPalette(id="--command-palette"))
 
     def _zoom(self, name: str) -> None:
         self._select(name)

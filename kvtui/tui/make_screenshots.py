@@ -12,6 +12,7 @@ jumping to events (not by step counts), so they survive small changes of the wor
   06-help              the help screen
   07-crash-recovery    scenarios/crash-recovery.yaml: the control plane replayed its WAL
   08-small-terminal    80x24, after the node failure
+  09-split-screen      `--policy cache_aware --vs least_loaded` at t=55 s, side by side
 """
 
 from __future__ import annotations
@@ -62,7 +63,24 @@ def main(argv: list[str] | None = None) -> int:
         path = out / f"{name}.svg"
         path.write_text(svg, encoding="utf-8")
         print(f"{path}: {size[0]}x{size[1]}")
+    svg = asyncio.run(_split_screen(scenario, args.theme))
+    path = out / "09-split-screen.svg"
+    path.write_text(svg, encoding="utf-8")
+    print(f"{path}: {SIZE[0]}x{SIZE[1]}")
     return 0
+
+
+async def _split_screen(scenario, theme: str) -> str:
+    from kvtui.tui.compare import make_compare_app
+    from kvtui.tui.record import _stable_svg
+
+    app = make_compare_app(scenario, "least_loaded", policy="cache_aware", theme=theme, fps=0)
+    async with app.run_test(size=SIZE) as pilot:
+        app.lockstep.advance(55.0, budget_s=float("inf"))
+        app.refresh_panels()
+        await pilot.pause()
+        svg = app.export_screenshot(title=f"kvtui {scenario.name} --policy cache_aware --vs least_loaded")
+    return _stable_svg(svg)
 
 
 if __name__ == "__main__":

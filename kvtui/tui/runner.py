@@ -1,49 +1,22 @@
-"""Drives a Simulation for the app: stepping, playing on a wall-clock budget, seeking, restarting.
+"""The app's handle on a run: the engine's `Drive` (stepping, playing on a wall-clock budget,
+seeking, going back) plus what the panels need between frames.
 
-No Textual here: the runner owns the simulation and remembers what the panels need (recent
-decisions, the interesting events, per-node hit counts), and the app reads it once per frame.
-Every method that advances the simulation takes a wall-time budget and returns when it runs
-out, so the event loop never waits long for the engine, whatever the scenario's size.
+No Textual here. The run, its journal (recent decisions, notable events, request lives) and
+its read-only views all come from the engine (kvtui/sim/drive.py, journal.py, view.py); this
+class only remembers what the app has already drawn, so each frame adds just the new log
+lines, and which event the explanation panel is about.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
 from typing import Iterable
 
-from kvtui.events import (
-    BlocksEvicted,
-    ControlPlaneCrashed,
-    ControlPlaneRecovered,
-    Event,
-    NodeCacheCleared,
-    NodeDown,
-    NodeUp,
-    PrefixPinned,
-    RequestCompleted,
-    RequestPreempted,
-    RequestRejected,
-    RouteDecided,
-    SimulationEnded,
-)
-from kvtui.explain import History, explain
+from kvtui.events import Event, RouteDecided
+from kvtui.explain import explain
 from kvtui.scenario.model import Scenario
-from kvtui.sim.engine import Simulation
-
-# Kinds the event log shows (decisions have their own log).
-LOG_TYPES = (
-    RequestRejected,
-    BlocksEvicted,
-    RequestPreempted,
-    NodeDown,
-    NodeUp,
-    NodeCacheCleared,
-    PrefixPinned,
-    ControlPlaneCrashed,
-    ControlPlaneRecovered,
-    SimulationEnded,
-)
+from kvtui.sim.drive import FOLDABLE, Drive
+from kvtui.sim.journal import LOG_TYPES  # noqa: F401  (re-exported for older imports)
 
 # What the "jump to next ..." commands look for.
 SEEK_KINDS = {
@@ -53,6 +26,9 @@ SEEK_KINDS = {
     "failure": ("node_down",),
     "crash": ("cp_crash",),
     "recovery": ("cp_recovered",),
+    "decision": ("routed",),
+    "arrival": ("arrived",),
+    "completion": ("completed",),
 }
 
 SPEEDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -62,39 +38,26 @@ DEFAULT_SPEED = 2.0
 class Runner:
     """One run of a scenario, plus what the app shows about it."""
 
-    def __init__(
-        self,
-        scenario: Scenario,
-        seed: int | None = None,
-        policy: str | None = None,
-        keep_decisions: int = 500,
-        keep_log: int = 500,
-    ):
+    def __init__(self, scenario: Scenario, seed: int | None = None, policy: str | None = None):
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.policy = policy or scenario.router.policy
-        self.keep_decisions = keep_decisions
-        self.keep_log = keep_log
         self.restarts = 0
+        self.generation = -1
+        self.fold = True  # single steps skip stored / batch events
         self._build()
 
     # ------------------------------------------------------------------ lifecycle
     def _build(self) -> None:
-        self.sim = Simulation(self.scenario, seed=self.seed, policy=self.policy)
-        self.history = History(keep=5_000)
-        self.decisions: deque[RouteDecided] = deque(maxlen=self.keep_decisions)
-        self.log: deque[Event] = deque(maxlen=self.keep_log)
-        # Appended by the listener, drained by the UI each frame (bounded: a UI that falls
-        # behind loses the oldest lines, never the newest).
-        self.new_decisions: deque[RouteDecided] = deque(maxlen=self.keep_decisions)
-        self.new_log: deque[Event] = deque(maxlen=self.keep_log)
-        self.counts: Counter[str] = Counter()
-        self.node_hits: dict[str, list[int]] = {n.name: [0, 0] for n in self.sim.nodes}
-        self.last_emitted: Event | None = None
-        self.last_interesting: Event | None = None
+        self.drive = Drive(self.scenario, seed=self.seed, policy=self.policy, clock=time.perf_counter)
         self.current: Event | None = None  # the event the explanation panel is about
-        self.generation = getattr(self, "generation", -1) + 1
-        self.sim.subscribe(self._on_event)
+        self._moved()
+
+    def _moved(self) -> None:
+        """The run was replaced (restart or a step back): every panel starts over."""
+        self.generation += 1
+        self._seen_decision = 0
+        self._seen_log = 0
 
     def restart(self, policy: str | None = None, seed: int | None = None) -> None:
         """Start over (same seed unless told otherwise; a new policy restarts the run)."""
@@ -107,129 +70,149 @@ class Runner:
         self._build()
 
     def close(self) -> None:
-        """Release the simulation's metadata store (and its temporary log directory)."""
-        close = getattr(self.sim, "close", None)
-        if close is not None:
-            close()
+        """Release the runs' metadata stores (and their temporary log directories)."""
+        self.drive.close()
 
-    # ------------------------------------------------------------------ the listener
-    def _on_event(self, ev: Event) -> None:
-        self.history.on_event(ev)
-        self.counts[ev.kind] += 1
-        self.last_emitted = ev
-        if isinstance(ev, RouteDecided):
-            self.decisions.append(ev)
-            self.new_decisions.append(ev)
-            self.last_interesting = ev
-        elif isinstance(ev, LOG_TYPES):
-            self.log.append(ev)
-            self.new_log.append(ev)
-            self.last_interesting = ev
-        elif isinstance(ev, RequestCompleted):
-            h = self.node_hits.setdefault(ev.node, [0, 0])
-            h[1] += 1
-            if ev.hit != "miss":
-                h[0] += 1
+    # ------------------------------------------------------------------ what the engine keeps
+    @property
+    def sim(self):
+        return self.drive.sim
+
+    @property
+    def journal(self):
+        return self.drive.journal
+
+    @property
+    def history(self):
+        return self.drive.journal.history
+
+    @property
+    def decisions(self):
+        return self.drive.journal.decisions
+
+    @property
+    def log(self):
+        return self.drive.journal.log
+
+    @property
+    def counts(self):
+        return self.drive.journal.counts
+
+    @property
+    def node_hits(self):
+        return self.drive.journal.node_hits
+
+    @property
+    def last_emitted(self) -> Event | None:
+        return self.drive.journal.last_emitted
+
+    @property
+    def last_interesting(self) -> Event | None:
+        return self.drive.journal.last_interesting
+
+    def view(self):
+        return self.drive.view()
 
     def drain_decisions(self, limit: int) -> tuple[list[RouteDecided], int]:
-        """Up to `limit` of the newest pending decisions, and how many older ones were skipped."""
-        return _drain(self.new_decisions, limit)
+        """Up to `limit` of the newest decisions not drawn yet, and how many were skipped."""
+        out, self._seen_decision, skipped = _newer(self.decisions, self._seen_decision, limit)
+        return out, skipped
 
     def drain_log(self, limit: int) -> tuple[list[Event], int]:
-        return _drain(self.new_log, limit)
+        out, self._seen_log, skipped = _newer(self.log, self._seen_log, limit)
+        return out, skipped
 
     # ------------------------------------------------------------------ figures
     @property
     def now(self) -> float:
-        return self.sim.now
+        return self.drive.now
 
     @property
     def ended(self) -> bool:
-        return self.sim.ended
+        return self.drive.ended
 
     @property
     def position(self) -> int:
-        """Number of the last event emitted so far."""
-        return self.sim.bus.seq
+        """Events stepped so far (what `b` and "go to event" count)."""
+        return self.drive.position
 
     def hit_rate(self, node: str) -> float | None:
-        h = self.node_hits.get(node)
-        if not h or not h[1]:
-            return None
-        return h[0] / h[1]
+        return self.drive.journal.hit_rate(node)
 
     def explain(self, ev: Event | None) -> str:
         return explain(ev, self.sim, self.history)
 
     # ------------------------------------------------------------------ advancing
-    def step(self) -> Event | None:
-        """One event (the app's single step); it becomes the current event."""
-        ev = self.sim.step()
+    def step(self, fold: bool | None = None) -> Event | None:
+        """One event (the app's single step); it becomes the current event. With folding on,
+        `stored` and `batch` events are passed over (still counted, still in the journal)."""
+        fold = self.fold if fold is None else fold
+        ev = self.drive.step(FOLDABLE if fold else ())
         if ev is not None:
             self.current = ev
-        elif self.sim.ended and self.last_emitted is not None:
+        elif self.drive.ended and self.last_emitted is not None:
             self.current = self.last_emitted
         return ev
 
-    def advance(self, target: float, budget_s: float) -> bool:
-        """Move sim time toward `target` for at most `budget_s` wall seconds.
+    def back(self) -> Event | None:
+        """One event back (folding as `step` does); None when already at the start."""
+        before = self.drive.position
+        ev = self.drive.back(FOLDABLE if self.fold else ())
+        if self.drive.position != before:
+            self._moved()
+        self.current = ev
+        return ev
 
-        Returns True when the target was reached (or the run ended), False when the budget ran
-        out first (the caller simply continues next frame).
-        """
-        sim = self.sim
-        env = sim.env
-        deadline = time.perf_counter() + budget_s
-        clock = time.perf_counter
-        n = 0
-        while not sim.ended:
-            if not sim.bus.outbox and env.peek() > target:
-                sim.run_until(target)  # nothing left before target: a pure time advance
-                return True
-            ev = sim.step()
-            if ev is None:
-                break
-            n += 1
-            if (n & 15) == 0 and clock() > deadline:
-                return False
-        return True
+    def goto(self, position: int) -> None:
+        """Go to an event number (back or forward)."""
+        back = position < self.drive.position
+        self.drive.goto(position)
+        if back:
+            self._moved()
+        self.current = self.drive.run.last
+
+    def goto_time(self, t: float) -> None:
+        back = t < self.drive.now
+        self.drive.goto_time(t)
+        if back:
+            self._moved()
+        self.current = self.drive.run.last
+
+    def advance(self, target: float, budget_s: float) -> bool:
+        """Move sim time toward `target` for at most `budget_s` wall seconds (see Drive)."""
+        return self.drive.advance(target, budget_s)
 
     def seek(self, kinds: Iterable[str], budget_s: float) -> Event | None | bool:
-        """Step until an event of one of `kinds`: the event, None if the run ended first,
-        or False if the budget ran out (call again)."""
-        kinds = tuple(kinds)
-        sim = self.sim
-        deadline = time.perf_counter() + budget_s
-        clock = time.perf_counter
-        n = 0
-        while True:
-            ev = sim.step()
-            if ev is None:
-                if self.last_emitted is not None:
-                    self.current = self.last_emitted
-                return None
-            if ev.kind in kinds:
-                self.current = ev
-                return ev
-            n += 1
-            if (n & 15) == 0 and clock() > deadline:
-                return False
+        """Step until an event of one of `kinds`: the event, None if the run ended first (the
+        run then stays where the search began), or False if the budget ran out (call again)."""
+        before = self.drive.position if self.drive.seek_origin is None else self.drive.seek_origin
+        found = self.drive.seek(kinds, budget_s)
+        if found is None:
+            if self.drive.position != before or self.drive.run.last is not None:
+                self._moved()
+            self.current = self.drive.run.last
+        elif found is not False:
+            self.current = found
+        return found
+
+    def cancel_seek(self) -> None:
+        self.drive.cancel_seek()
+
+    def maintain(self, budget_s: float) -> bool:
+        """Idle time: build time-travel checkpoints."""
+        return self.drive.maintain(budget_s)
 
     # ------------------------------------------------------------------ commands
     def node_names(self) -> list[str]:
         return [n.name for n in self.sim.nodes]
 
+    def node_up(self, name: str) -> bool:
+        node = self.sim.node_by_name.get(name)
+        return bool(node is not None and node.up)
+
     def toggle_node(self, name: str) -> Event | None:
         """Take a node down, or bring it back; returns the event that says so."""
-        node = self.sim.node_by_name[name]
-        before = self.sim.bus.seq
-        if node.up:
-            self.sim.node_down(name)
-            kind = NodeDown
-        else:
-            self.sim.node_up(name)
-            kind = NodeUp
-        ev = self._latest(kind, before)
+        ev = self.drive.command("node_up" if not self.node_up(name) else "node_down", name)
         if ev is not None:
             self.current = ev
         return ev
@@ -249,31 +232,23 @@ class Runner:
 
     def crash_control_plane(self) -> Event | None:
         """Crash the control plane; None when the scenario has no store (or it is down already)."""
-        before = self.sim.bus.seq
-        self.sim.crash_control_plane()
-        ev = self._latest((ControlPlaneCrashed, ControlPlaneRecovered), before)
+        ev = self.drive.command("crash")
         if ev is not None:
             self.current = ev
         return ev
 
-    def _latest(self, kind, after_seq: int) -> Event | None:
-        for ev in reversed(self.log):
-            if ev.seq <= after_seq:
-                break
-            if isinstance(ev, kind):
-                return ev
-        return None
+
+def _newer(q, seen: int, limit: int) -> tuple[list, int, int]:
+    """Items of `q` (a deque in seq order) with seq > `seen`: the newest `limit` of them, the
+    new high-water seq, and how many were skipped."""
+    out = []
+    for ev in reversed(q):
+        if ev.seq <= seen:
+            break
+        out.append(ev)
+    out.reverse()
+    top = out[-1].seq if out else seen
+    skipped = max(0, len(out) - limit)
+    return out[skipped:], top, skipped
 
 
-def _drain(q: deque, limit: int) -> tuple[list, int]:
-    n = len(q)
-    if n <= limit:
-        out = list(q)
-        q.clear()
-        return out, 0
-    skipped = n - limit
-    for _ in range(skipped):
-        q.popleft()
-    out = list(q)
-    q.clear()
-    return out, skipped

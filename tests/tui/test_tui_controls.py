@@ -19,7 +19,7 @@ def run(coro):
 
 async def _stepped(app, pilot, n: int) -> None:
     for _ in range(n):
-        app.runner.step()
+        app.runner.step(fold=False)
     app.refresh_panels(force=True)
     await pilot.pause()
 
@@ -47,10 +47,11 @@ def test_step_advances_one_event_and_explains_it(make):
     async def go():
         app = make()
         async with app.run_test() as pilot:
+            app.runner.fold = False  # every event, stored and batch included
             before = app.runner.position
             await pilot.press("s")
             ev = app.runner.current
-            assert ev is not None and ev.seq == before + 1
+            assert ev is not None and ev.seq == before + 1 == app.runner.position
             assert app.why.shown[0] == ev.seq
             assert app.why.body == app.runner.explain(ev)
             await pilot.press("s", "s")
@@ -72,9 +73,12 @@ def test_jump_to_next(make, key, kind):
             assert app.runner.current.kind == kind
             assert app.why.shown[0] == app.runner.current.seq
             first = app.runner.current.seq
+            at = app.runner.position
             await pilot.press(key)
-            if app.runner.current.kind == kind:  # a second one, later
-                assert app.runner.current.seq > first
+            if app.runner.current.seq != first:  # a second one, later
+                assert app.runner.current.kind == kind and app.runner.current.seq > first
+            else:  # none left: the jump stays where it was (never runs off the end)
+                assert app.runner.position == at and not app.runner.ended
 
     run(go())
 
@@ -300,7 +304,7 @@ def test_decision_selection_shows_candidates(make):
             assert app.candidates.decision is ev
             assert app.why.shown[0] == ev.seq and app.why.shown[1] == "selected"
             for c in ev.candidates:
-                assert c.node in str(app.candidates.render())
+                assert c.node in app.candidates.plain
             await pilot.press("escape")
             assert app.decision_log.cursor is None
 
@@ -329,8 +333,15 @@ def test_palette_has_every_command(make):
                 assert needle in titles
             for name in POLICY_NAMES:
                 assert f"Switch policy: {name}" in titles
+            # one registry: every control is a binding, a help row and a palette entry
+            from kvtui.tui.controls import CONTROLS, MERGED
+
+            bound = {b.id for b in app.BINDINGS}
+            helped = " ".join(d for _, d in app.HELP_ROWS)
+            for c in CONTROLS:
+                assert c.title in titles and c.id in bound and (c.help in helped or c.id in MERGED)
             for node in app.runner.node_names():
-                assert f"Take {node} down" in titles and f"Zoom {node}" in titles
+                assert f"Take {node} down" in titles and f"Inspect {node}" in titles
             # and through the palette itself
             await pilot.press("ctrl+p")
             await pilot.pause()

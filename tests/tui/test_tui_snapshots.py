@@ -18,7 +18,7 @@ def steps(n: int):
     async def run_before(pilot) -> None:
         app = pilot.app
         for _ in range(n):
-            app.runner.step()
+            app.runner.step(fold=False)
         app.refresh_panels(force=True)
         await pilot.pause()
 
@@ -72,3 +72,60 @@ def test_decision_selected(snap_compare, make, size):
     """A decision highlighted in the log: its candidates and the explanation of the pick
     (at 80x24 the candidates view is opened with enter)."""
     assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "tab", "up", "up", "enter"))
+
+
+# ---------------------------------------------------------------------- issue 11's screens
+@pytest.mark.parametrize("size", SIZES)
+def test_after_step_back(snap_compare, make, size):
+    """Two steps back after 400 events: the timeline cursor, logs and Why of the earlier moment."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "b", "b"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_inspector(snap_compare, make, size):
+    """The block inspector on node-a, its cursor moved right and down."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "z", "right", "right", "down"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_request_life(snap_compare, make, size):
+    """The life of the request of the latest decision."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "n", "i"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_goto_prompt(snap_compare, make, size):
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "g"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_story_chapter(snap_compare, make, size):
+    """k goes to the next chapter of the story (node-c fails at 6 s)."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(0, "k"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_overview_64_nodes(snap_compare, size):
+    """64 nodes: the overview strip and the focused node's map."""
+    from pathlib import Path
+
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.app import make_app
+
+    here = Path(__file__).resolve().parent
+    app = make_app(load_scenario(str(here / "scenario-64.yaml"), []), fps=0, theme="dark")
+    assert snap_compare(app, terminal_size=size, run_before=steps(STEPS))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_split_screen(snap_compare, scenario, size):
+    """`--vs`: cache_aware against least_loaded, in lockstep, at 5 s of sim time."""
+    from kvtui.tui.compare import make_compare_app
+
+    async def run_before(pilot) -> None:
+        pilot.app.lockstep.advance(5.0, budget_s=float("inf"))
+        pilot.app.refresh_panels()
+        await pilot.pause()
+
+    app = make_compare_app(scenario, "least_loaded", policy="cache_aware", fps=0, theme="dark")
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

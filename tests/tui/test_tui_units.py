@@ -111,7 +111,7 @@ def test_runner_steps_the_same_events_as_the_engine(scenario):
     while len(a) < 500:
         a.append(sim.step().seq)
     r = Runner(scenario)
-    b = [r.step().seq for _ in range(500)]
+    b = [r.step(fold=False).seq for _ in range(500)]
     assert a == b
 
 
@@ -133,13 +133,15 @@ def test_seek_reports_end(scenario):
 
 
 def test_drain_is_capped():
-    from collections import deque
+    from collections import namedtuple
 
-    from kvtui.tui.runner import _drain
+    from kvtui.tui.runner import _newer
 
-    q = deque(range(10))
-    out, skipped = _drain(q, 4)
-    assert out == [6, 7, 8, 9] and skipped == 6 and not q
+    E = namedtuple("E", "seq")
+    q = [E(i) for i in range(1, 11)]
+    out, top, skipped = _newer(q, 0, 4)
+    assert [e.seq for e in out] == [7, 8, 9, 10] and skipped == 6 and top == 10
+    assert _newer(q, 10, 4) == ([], 10, 0)
 
 
 # ---------------------------------------------------------------------- block map cells
@@ -169,12 +171,23 @@ def test_place_marks_never_overlaps():
 
 # ---------------------------------------------------------------------- themes
 def test_theme_files_load_with_block_variables():
-    themes = {t.name: t for t in load_themes(ROOT / "themes")}
+    from kvtui.tui.themes import SHIPPED
+
+    assert SHIPPED.is_relative_to(ROOT / "kvtui"), "themes ship inside the package"
+    themes = {t.name: t for t in load_themes(SHIPPED)}
     assert {"dark", "light", "high-contrast"} <= set(themes)
     for t in themes.values():
         for var in DEFAULT_VARIABLES:
             assert var in t.variables, (t.name, var)
     assert themes["light"].dark is False
+
+
+def test_user_theme_directory_adds_and_overrides(tmp_path, monkeypatch):
+    (tmp_path / "dark.toml").write_text('name = "dark"\nprimary = "#123456"\ndark = true\n')
+    (tmp_path / "mine.toml").write_text('name = "mine"\nprimary = "#654321"\n')
+    monkeypatch.setenv("KVTUI_THEMES", str(tmp_path))
+    themes = {t.name: t for t in load_themes()}
+    assert themes["dark"].primary == "#123456" and "mine" in themes and "light" in themes
 
 
 def test_bad_theme_file_is_an_input_error(tmp_path):

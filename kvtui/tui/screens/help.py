@@ -22,7 +22,12 @@ Events       evictions (whose prefix, how many blocks), preemptions, rejections 
 Latency      TTFT / TPOT / E2E histograms with p50 ▲50, p95 ▲95, p99 ▲99 marked; hit
              rates, rejection rate, throughput.
 Why          the current event (the one just stepped to, or the highlighted log line)
-             explained with its numbers.
+             explained with its numbers; it scrolls when the text is long.
+Timeline     sim time from 0 to the end: ● now, 1 2 3 story chapters, e r p the first
+             eviction / rejection / preemption, ▼ ▲ node down / up, ✸ control-plane
+             crash. Click it to go to that moment; the story's chapter is shown below.
+Inspector    z: one node block by block; arrows or the mouse move the cursor, the panel
+             shows the block's state, owner, key, parent, ref count, LRU position, tier.
 Narrow screens show one lower panel at a time: v (or a click on its name) switches."""
 
 

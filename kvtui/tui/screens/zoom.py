@@ -1,5 +1,12 @@
-"""One node in full: its block map with every block its own cell when the screen allows,
-and a breakdown of its blocks by owner (prefix group)."""
+"""The block inspector (z): one node's blocks in full, a cursor to move over them with the
+arrow keys or the mouse, and everything known about the block under it: its state, owner
+group, the request and session that stored it, its key and parent key, reference count,
+position in the LRU free queue and memory tier. Enter opens the life of the request holding
+(or having stored) the block.
+
+Everything shown comes from the engine's views (`Drive.view()`, `Drive.block()`); `[` `]`
+change the node *shown* and `d` acts on it, so there is no hidden selection.
+"""
 
 from __future__ import annotations
 
@@ -10,43 +17,73 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from kvtui.sim.view import STATE_NAMES
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.status_bar import StatusBar
 
 
-def owner_breakdown(node) -> str:
-    pool = node.pool
-    used: Counter[str] = Counter()
-    cached: Counter[str] = Counter()
-    pinned: Counter[str] = Counter()
-    for b in range(pool.num_blocks):
-        owner = pool.owner[b] or "?"
-        if b in pool.pinned:
-            pinned[owner] += 1
-        elif pool.ref[b] > 0:
-            used[owner] += 1
-        elif pool.key[b] is not None:
-            cached[owner] += 1
-    free = pool.num_blocks - sum(used.values()) - sum(cached.values()) - sum(pinned.values())
-    names = sorted(set(used) | set(cached) | set(pinned))
-    parts = [f"{n}: {used[n]} in use, {pinned[n]} pinned, {cached[n]} cached" for n in names]
-    head = f"{node.name}: {pool.num_blocks} blocks, {free} free" + ("" if node.up else " — DOWN")
+def owner_breakdown(nv) -> str:
+    """One line: the node's blocks by state and owner group (from a NodeView)."""
+    tier = nv.gpu
+    counts: dict[str, Counter[str]] = {name: Counter() for name in STATE_NAMES}
+    for state, owner in zip(tier.state.tolist(), tier.owner):
+        counts[STATE_NAMES[state]][owner or "?"] += 1
+    free = sum(counts["free"].values())
+    names = sorted(set(counts["used"]) | set(counts["cached"]) | set(counts["pinned"]))
+    parts = [
+        f"{n}: {counts['used'][n]} in use, {counts['pinned'][n]} pinned, {counts['cached'][n]} cached" for n in names
+    ]
+    head = f"{nv.name}: {tier.num_blocks} blocks, {free} free" + ("" if nv.up else " — DOWN")
+    head += f"; running {len(nv.running)}, waiting {len(nv.waiting)}"
     return head + ("  │  " + "  │  ".join(parts) if parts else "")
+
+
+def block_text(b, k: int = 1) -> str:
+    """The inspector's panel for one BlockView (k > 1: the cell stands for k blocks)."""
+    if b is None:
+        return "No block here."
+    span = f" (this cell: blocks {b.index}..{b.index + k - 1}; the first is shown)" if k > 1 else ""
+    key = "-" if b.key is None else f"{b.key & 0xFFFFFFFFFFFF:012x}"
+    parent = "-" if b.parent is None else f"{b.parent & 0xFFFFFFFFFFFF:012x}"
+    lru = {
+        "cached": f"{b.lru} (0 is evicted next)" if b.lru is not None else "-",
+        "free": f"{b.lru} in the free queue (empty)" if b.lru is not None else "-",
+    }.get(b.state, "not evictable (held)")
+    lines = [
+        f"block {b.index} on {b.node}{span}",
+        f"state {b.state}   tier {b.tier}   ref count {b.ref}   LRU position {lru}",
+        f"owner group {b.group or '-'}   stored by {b.stored_by or '-'}   session {b.session or '-'}",
+        f"key {key}   parent {parent}",
+        f"held by {', '.join(b.holders) if b.holders else 'nobody'}",
+    ]
+    return "\n".join(lines)
 
 
 class ZoomScreen(Screen[None]):
     DEFAULT_CSS = """
     ZoomScreen #zoom-map { height: 1fr; max-height: 100%; }
     ZoomScreen #zoom-info { height: auto; max-height: 3; color: $text-muted; }
+    ZoomScreen #zoom-block { height: auto; max-height: 6; background: $boost; padding: 0 1; }
     """
 
-    BINDINGS = [Binding("escape,z", "app.pop_screen", "Back", priority=True)]
+    BINDINGS = [
+        Binding("escape,z", "app.pop_screen", "Back", priority=True),
+        Binding("left", "move(-1, 0)", "←", show=False),
+        Binding("right", "move(1, 0)", "→", show=False),
+        Binding("up", "move(0, -1)", "↑", show=False),
+        Binding("down", "move(0, 1)", "↓", show=False),
+        Binding("enter", "life", "Request life"),
+        Binding("left_square_bracket", "other_node(-1)", "prev node", key_display="[", show=False),
+        Binding("right_square_bracket", "other_node(1)", "next node", key_display="]", show=False),
+        Binding("d", "toggle_shown", "Down/Up", show=False),
+    ]
 
     def __init__(self, runner, node: str):
         super().__init__()
         self.runner = runner
         self.node = node
+        self.cell = 0
         self._info = None
 
     def compose(self) -> ComposeResult:
@@ -54,24 +91,101 @@ class ZoomScreen(Screen[None]):
         yield Legend(self.runner, id="zoom-legend")
         yield Static("", id="zoom-info", markup=False)
         yield BlockMap(self.runner, only=self.node, id="zoom-map")
+        yield Static("", id="zoom-block", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
         m = self.query_one(BlockMap)
         m.selected = self.node
+        m.cursor = self.cell
         self.tick()
 
     def tick(self) -> None:
-        self.query_one(BlockMap).tick()
-        node = self.runner.sim.node_by_name.get(self.node)
-        if node is None:
+        """Redraw from the engine's views; safe to call before the screen is mounted (the app's
+        frame may tick it between push_screen and compose)."""
+        if not self.is_mounted:
             return
-        key = (node.pool.version, id(node.pool.ref), node.up)
-        if key != self._info:
-            self._info = key
-            self.query_one("#zoom-info", Static).update(owner_breakdown(node))
+        maps = list(self.query(BlockMap))
+        if not maps:
+            return
+        maps[0].tick()
+        nv = self.runner.view().node(self.node)
+        if nv is None:
+            return
+        info = self.query_one("#zoom-info", Static)
+        if nv.version != self._info:
+            self._info = nv.version
+            info.update(owner_breakdown(nv))
+        self._show_block()
+
+    def _show_block(self) -> None:
+        k, _ = self.query_one(BlockMap).cell_scale()
+        b = self.runner.drive.block(self.node, self.cell * k)
+        self.query_one("#zoom-block", Static).update(block_text(b, k))
 
     def rebind(self) -> None:
+        if not self.is_mounted:
+            return
         self.query_one(BlockMap).rebind()
         self._info = None
         self.tick()
+
+    # ------------------------------------------------------------------ the cursor
+    def _cells(self) -> int:
+        nv = self.runner.view().node(self.node)
+        k, _ = self.query_one(BlockMap).cell_scale()
+        return -(-nv.num_blocks // k) if nv is not None else 1
+
+    def set_cell(self, cell: int) -> None:
+        self.cell = max(0, min(self._cells() - 1, cell))
+        m = self.query_one(BlockMap)
+        m.cursor = self.cell
+        m.refresh()
+        self._show_block()
+
+    def action_move(self, dx: int, dy: int) -> None:
+        _, per_row = self.query_one(BlockMap).cell_scale()
+        self.set_cell(self.cell + dx + dy * per_row)
+
+    def on_block_map_cell_clicked(self, message: BlockMap.CellClicked) -> None:
+        message.stop()
+        self.set_cell(message.cell)
+
+    def on_block_map_node_clicked(self, message: BlockMap.NodeClicked) -> None:
+        message.stop()  # the main screen's double-click-to-zoom does not apply here
+
+    def action_life(self) -> None:
+        k, _ = self.query_one(BlockMap).cell_scale()
+        b = self.runner.drive.block(self.node, self.cell * k)
+        req = None
+        if b is not None:
+            req = b.holders[0] if b.holders else b.stored_by
+        if req is None or req.startswith("pin:"):
+            self.app.notify("No request holds or stored this block.", title="Inspector")
+            return
+        self.app.open_life(req)
+
+    # ------------------------------------------------------------------ the node shown
+    def show_node(self, name: str) -> None:
+        self.node = name
+        self.cell = 0
+        self._info = None
+        m = self.query_one(BlockMap)
+        m.only = name
+        m.selected = name
+        m.cursor = 0
+        m.rebind()
+        select = getattr(self.app, "_select", None)
+        if select is not None:
+            select(name)  # the main screen's selection follows what is shown
+        self.tick()
+
+    def action_other_node(self, delta: int) -> None:
+        names = self.runner.node_names()
+        if not names:
+            return
+        i = names.index(self.node) if self.node in names else 0
+        self.show_node(names[(i + delta) % len(names)])
+
+    def action_toggle_shown(self) -> None:
+        self.app.toggle_node(self.node)

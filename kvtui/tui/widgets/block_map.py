@@ -54,6 +54,18 @@ MIN_COLUMN = 22  # narrowest node column worth drawing side by side
 GAP = 1
 
 
+def fit_name(name: str, width: int) -> str:
+    """`name` in at most `width` cells: cut in the middle with an ellipsis, keeping the end
+    (node names usually differ at the end: node-07, node-08)."""
+    if len(name) <= width:
+        return name
+    if width <= 1:
+        return name[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return name[:head] + "…" + (name[-tail:] if tail else "")
+
+
 def owner_slot(name: str, known: dict[str, int]) -> int:
     """Colour slot of a prefix group: scenario order first, a stable hash for others."""
     slot = known.get(name)
@@ -94,6 +106,14 @@ class BlockMap(Widget):
         "blockmap--dim",
     }
 
+    class CellClicked(Message):
+        """A cell of the zoomed node was clicked (the inspector moves its cursor there)."""
+
+        def __init__(self, node: str, cell: int) -> None:
+            self.node = node
+            self.cell = cell
+            super().__init__()
+
     class NodeClicked(Message):
         def __init__(self, node: str, double: bool) -> None:
             self.node = node
@@ -105,6 +125,7 @@ class BlockMap(Widget):
         self.runner = runner
         self.only = only
         self.selected: str | None = None
+        self.cursor: int | None = None  # the inspector's cell (zoomed node only)
         self.max_rows: int | None = None  # cap on the auto height (the app sets it per screen size)
         self.groups: dict[str, int] = {}
         self._cells: dict[int, _NodeCells] = {}
@@ -124,11 +145,12 @@ class BlockMap(Widget):
         self.groups = {g.name: i % OWNER_COLOURS for i, g in enumerate(groups)}
 
     def nodes(self) -> list:
-        sim = self.runner.sim
+        """The engine's read-only node views (kvtui/sim/view.py): this widget never reads a pool."""
+        view = self.runner.view()
         if self.only is not None:
-            node = sim.node_by_name.get(self.only)
+            node = view.node(self.only)
             return [node] if node is not None else []
-        return sim.nodes
+        return list(view.nodes)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
@@ -149,16 +171,7 @@ class BlockMap(Widget):
 
     def node_key(self, node) -> tuple:
         """What one node's picture (label and cells) depends on."""
-        pool = node.pool
-        return (
-            id(pool.ref),
-            pool.version,
-            node.up,
-            len(node.running),
-            len(node.waiting),
-            self.runner.node_hits.get(node.name, (0, 0))[1],
-            len(node.kv.cpu) if node.kv.cpu is not None else -1,
-        )
+        return node.version
 
     def tick(self) -> None:
         """Redraw only the nodes whose state changed since the last tick."""
@@ -202,30 +215,43 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ layout
     def _sizes(self) -> list[int]:
-        return [n.pool.num_blocks for n in self.nodes()]
+        return [n.num_blocks for n in self.nodes()]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """The height at which every block gets its own cell (CSS max-height may cap it)."""
+        """The height at which every block gets its own cell, two characters wide (a square
+        on most terminals) when that fits under `max_rows`, else one; CSS max-height may cap it."""
         sizes = self._sizes()
         n = len(sizes)
         if not n:
             return 1
-        best = None
-        for c in range(1, n + 1):
-            col_w = (width - (c - 1) * GAP) // c
-            if c > 1 and col_w < MIN_COLUMN:
-                break
-            col_w = max(col_w, 1)
-            r = ceil(n / c)
-            h = r * (1 + max(ceil(b / col_w) for b in sizes))
-            if best is None or h < best:
-                best = h
+
+        def min_height(cw: int) -> int:
+            best = None
+            for c in range(1, n + 1):
+                col_w = (width - (c - 1) * GAP) // c
+                if c > 1 and col_w < MIN_COLUMN:
+                    break
+                per_row = max(col_w // cw, 1)
+                h = ceil(n / c) * (1 + max(ceil(b / per_row) for b in sizes))
+                best = h if best is None else min(best, h)
+            return best or 1
+
+        best = min_height(1)
+        if self.only is None:
+            square = min_height(2)
+            if self.max_rows is None or square <= self.max_rows:
+                best = square
         best = best or 1
         if self.max_rows is not None and best > self.max_rows:
             c, _col_w, node_h = self.layout(width, self.max_rows)
             rows = ceil(n / c)
             best = min(self.max_rows, rows if node_h == 1 else rows * node_h)
         return max(best, 1)
+
+    def cell_width(self, width: int, height: int) -> int:
+        """Characters per cell in the current layout (2 when every block fits at that size)."""
+        self.layout(width, height)
+        return self._grid_cache[2]
 
     def layout(self, width: int, height: int) -> tuple[int, int, int]:
         """(columns, column width, lines per node) for this size, fewest blocks per cell."""
@@ -244,21 +270,24 @@ class BlockMap(Widget):
             node_h = height // r
             if node_h < 2:
                 continue
-            cells = col_w * (node_h - 1)
-            k = max((ceil(b / cells) for b in sizes), default=1)
-            score = (k, c)
-            if best is None or score < best[0]:
-                best = (score, (c, col_w, node_h))
+            for cw in (1, 2):
+                cells = max(col_w // cw, 1) * (node_h - 1)
+                k = max((ceil(b / cells) for b in sizes), default=1)
+                if cw > 1 and k > 1:
+                    continue
+                score = (k, -cw, c)
+                if best is None or score < best[0]:
+                    best = (score, (c, col_w, node_h), cw)
         if best is None:
             # Too short for a label line plus a row of cells per node: one line per node, its
             # name then its cells ("inline"), in as few columns as fit the height.
             c = 1
             while c < n and ceil(n / c) > height and (width - c * GAP) // (c + 1) >= MIN_COLUMN:
                 c += 1
-            out = (c, max((width - (c - 1) * GAP) // c, 1), 1)
+            out, cw = (c, max((width - (c - 1) * GAP) // c, 1), 1), 1
         else:
-            out = best[1]
-        self._grid_cache = (key, out)
+            out, cw = best[1], best[2]
+        self._grid_cache = (key, out, cw)
         return out
 
     def node_at(self, x: int, y: int) -> str | None:
@@ -319,27 +348,23 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ cells
     def _node_cells(self, i: int, node, cells_avail: int, col_w: int) -> _NodeCells:
-        pool = node.pool
-        n = pool.num_blocks
+        tier = node.gpu
+        n = tier.num_blocks
         k = max(1, ceil(n / max(cells_avail, 1)))
-        key = (pool.version, node.up, k, col_w)
+        key = (node.version, k, col_w, cells_avail)
         cached = self._cells.get(i)
-        if cached is not None and cached.key == key and cached.ref_obj is pool.ref:
+        if cached is not None and cached.key == key:
             return cached
-        ref = np.fromiter(pool.ref, dtype=np.int64, count=n)
-        keyed = np.fromiter((x is not None for x in pool.key), dtype=bool, count=n)
-        state = np.where(ref > 0, USED, np.where(keyed, CACHED, FREE)).astype(np.int8)
-        if pool.pinned:
-            state[np.fromiter(pool.pinned, dtype=np.int64, count=len(pool.pinned))] = PINNED
+        state = tier.state
         groups = self.groups
         slot_of = {}
         owner = np.fromiter(
-            (slot_of[o] if o in slot_of else slot_of.setdefault(o, owner_slot(o, groups)) for o in pool.owner),
+            (slot_of[o] if o in slot_of else slot_of.setdefault(o, owner_slot(o, groups)) for o in tier.owner),
             dtype=np.int64,
             count=n,
         )
-        used = int(np.count_nonzero(ref > 0))
-        cached_idle = int(np.count_nonzero(state == CACHED))
+        used = tier.used
+        cached_idle = tier.cached_idle
         if not node.up:
             m = ceil(n / k)
             codes = np.full(m, G_DOWN * 32, dtype=np.int64)
@@ -348,7 +373,7 @@ class BlockMap(Widget):
             codes = glyph * 32 + np.where(state == FREE, 0, owner * 2)
         else:
             codes = self._aggregate(state, owner, n, k)
-        nc = _NodeCells(key, pool.ref, codes, k, used, cached_idle, {})
+        nc = _NodeCells(key, None, codes, k, used, cached_idle, {})
         self._cells[i] = nc
         return nc
 
@@ -390,11 +415,12 @@ class BlockMap(Widget):
         slot = np.where(glyph == G_FREE, 0, slot)
         return glyph * 32 + slot * 2 + tint
 
-    def _row_segments(self, nc: _NodeCells, row: int, col_w: int) -> list[Segment]:
+    def _row_segments(self, nc: _NodeCells, row: int, col_w: int, cw: int = 1) -> list[Segment]:
         segs = nc.rows.get(row)
         if segs is not None:
             return segs
-        codes = nc.codes[row * col_w : (row + 1) * col_w]
+        per_row = max(col_w // cw, 1)
+        codes = nc.codes[row * per_row : (row + 1) * per_row]
         segs = []
         if len(codes):
             styles = self._styles
@@ -402,49 +428,87 @@ class BlockMap(Widget):
             start = 0
             for end in [*cuts.tolist(), len(codes)]:
                 code = int(codes[start])
-                segs.append(Segment(GLYPHS[code >> 5] * (end - start), styles[code]))
+                segs.append(Segment(GLYPHS[code >> 5] * ((end - start) * cw), styles[code]))
                 start = end
         nc.rows[row] = segs
         return segs
 
+    def _with_cursor(self, segs: list[Segment], nc: _NodeCells, row: int, col_w: int, cw: int = 1) -> list[Segment]:
+        """The row with the inspector's cell drawn in reverse (only when it is in this row)."""
+        per_row = max(col_w // cw, 1)
+        first = row * per_row
+        cur = self.cursor
+        if cur is None or not first <= cur < first + per_row or cur >= len(nc.codes):
+            return segs
+        x = (cur - first) * cw
+        out: list[Segment] = []
+        pos = 0
+        for seg in segs:
+            n = len(seg.text)
+            if pos <= x < pos + n:
+                a, b = x - pos, min(n, x - pos + cw)
+                if a:
+                    out.append(Segment(seg.text[:a], seg.style))
+                out.append(Segment(seg.text[a:b], (seg.style or Style()) + Style(reverse=True, bold=True)))
+                if b < n:
+                    out.append(Segment(seg.text[b:], seg.style))
+            else:
+                out.append(seg)
+            pos += n
+        return out
+
+    def cell_scale(self) -> tuple[int, int]:
+        """(blocks per cell, cells per row) of the zoomed node as last laid out."""
+        nodes = self.nodes()
+        if not nodes:
+            return 1, 1
+        width, height = self.size
+        c, col_w, node_h = self.layout(width, height)
+        per_row = max(col_w // self.cell_width(width, height), 1)
+        nc = self._cells.get(0)
+        k = nc.k if nc is not None else max(1, ceil(nodes[0].num_blocks / max(1, per_row * max(node_h - 1, 1))))
+        return k, per_row
+
     # ------------------------------------------------------------------ labels
     def _label(self, node, nc: _NodeCells, width: int) -> list[Segment]:
+        """The node's label line, shortened by rule so it always fits its column with one
+        blank cell to spare (labels of neighbouring columns never touch): the longest of the
+        tail variants that fits, then a name cut with an ellipsis."""
         st = self._label_styles
-        name_style = st["selected"] if node.name == self.selected else st["name"]
-        mark = "▸" if node.name == self.selected else " "
+        selected = node.name == self.selected
+        name_style = st["selected"] if selected else st["name"]
+        mark = "▸" if selected else " "
+        room = max(0, width - 1)  # the spare cell
         if not node.up:
-            tail = " ✖ DOWN (cache lost)"
-            text = [(mark, name_style), (node.name, name_style), (tail, st["down"])]
+            options = [" ✖ DOWN (cache lost)", " ✖ DOWN", " ✖", ""]
+            tail_style = st["down"]
         else:
-            n = node.pool.num_blocks
+            n = node.num_blocks
             u = round(100 * nc.used / n) if n else 0
             c = round(100 * nc.cached_idle / n) if n else 0
-            h = self.runner.hit_rate(node.name)
+            h = node.hit_rate
             hs = "-" if h is None else f"{round(100 * h)}%"
             r, w = len(node.running), len(node.waiting)
             scale = f" 1:{nc.k}" if nc.k > 1 else ""
-            cpu = node.kv.cpu
-            tier = f" cpu {round(100 * len(cpu) / cpu.capacity)}%" if cpu is not None else ""
+            tier = f" cpu {round(100 * node.cpu[0] / node.cpu[1])}%" if node.cpu is not None else ""
             options = [
                 f" used {u}% cached {c}%{tier} run {r} wait {w} hit {hs}{scale}",
                 f" u{u}% c{c}%{tier} r{r} w{w} h{hs}{scale}",
                 f" u{u}% c{c}%{tier} r{r} w{w}",
                 f" u{u}% c{c}% r{r} w{w}",
+                f" u{u}% c{c}%",
                 f" {u}%",
                 "",
             ]
-            room = width - len(node.name) - 1
-            tail = next(o for o in options if len(o) <= room)
-            text = [(mark, name_style), (node.name, name_style), (tail, st["label"])]
-        segs = []
-        used = 0
-        for s, style in text:
-            if used >= width:
-                break
-            s = s[: width - used]
-            segs.append(Segment(s, style))
-            used += len(s)
-        return segs
+            tail_style = st["label"]
+        name = fit_name(node.name, max(1, min(len(node.name), room - 1 - 4)))
+        tail = next((o for o in options if 1 + len(name) + len(o) <= room), "")
+        if not tail:
+            name = fit_name(node.name, max(0, room - 1))
+        return [
+            Segment((mark + name)[:room], name_style),
+            Segment(tail, tail_style),
+        ]
 
     def _name_width(self) -> int:
         return max((len(n.name) for n in self.nodes()), default=4) + 2
@@ -455,10 +519,10 @@ class BlockMap(Widget):
         name_w = self._name_width()
         selected = node.name == self.selected
         name_style = st["selected"] if selected else st["name"]
-        head = (("▸" if selected else " ") + node.name).ljust(name_w)[:name_w]
+        head = (("▸" if selected else " ") + fit_name(node.name, name_w - 2)).ljust(name_w)[:name_w]
         segs = [Segment(head, name_style)]
         segs.extend(self._row_segments(nc, 0, cells_w))
-        n = node.pool.num_blocks
+        n = node.num_blocks
         tail = " DOWN" if not node.up else f" {round(100 * nc.used / n) if n else 0:>3}%"
         segs.append(Segment(tail[: max(0, col_w - name_w - cells_w)], st["down"] if not node.up else st["label"]))
         return segs
@@ -471,10 +535,11 @@ class BlockMap(Widget):
         if not nodes or width <= 0:
             return Strip.blank(width, base)
         c, col_w, node_h = self.layout(width, height)
+        cw = self.cell_width(width, height)
         grid_row, line = divmod(y, node_h)
         first = grid_row * c
         row_nodes = nodes[first : first + c]
-        key = (width, c, col_w, node_h, tuple(self.node_key(n) for n in row_nodes))
+        key = (width, c, col_w, node_h, self.cursor, tuple(self.node_key(n) for n in row_nodes))
         hit = self._strips.get((grid_row, line))
         if hit is not None and hit[0] == key:
             return hit[1]
@@ -491,13 +556,15 @@ class BlockMap(Widget):
                 nc = self._node_cells(idx, node, cells_w, cells_w)
                 segs = self._inline(node, nc, col_w, cells_w)
             else:
-                nc = self._node_cells(idx, node, col_w * max(node_h - 1, 1), col_w)
+                nc = self._node_cells(idx, node, max(col_w // cw, 1) * max(node_h - 1, 1), col_w)
             if node_h == 1:
                 pass
             elif line == 0:
                 segs = self._label(node, nc, col_w)
             else:
-                segs = self._row_segments(nc, line - 1, col_w)
+                segs = self._row_segments(nc, line - 1, col_w, cw)
+                if self.cursor is not None and self.only is not None:
+                    segs = self._with_cursor(segs, nc, line - 1, col_w, cw)
             length = sum(len(s.text) for s in segs)
             segments.extend(segs)
             if length < col_w:
@@ -511,6 +578,13 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ mouse
     def on_click(self, event: events.Click) -> None:
+        if self.only is not None and self.cursor is not None:
+            width, height = self.size
+            c, col_w, node_h = self.layout(width, height)
+            cw = self.cell_width(width, height)
+            if node_h > 1 and event.y >= 1 and event.x < col_w:
+                self.post_message(self.CellClicked(self.only, (event.y - 1) * max(col_w // cw, 1) + event.x // cw))
+                return
         name = self.node_at(event.x, event.y)
         if name is not None:
             self.post_message(self.NodeClicked(name, event.chain >= 2))

@@ -4,6 +4,11 @@ Filled when a line of the decision log is highlighted (or a step lands on a deci
 Ineligible nodes are listed too (✖), with the reason they would refuse the request; the
 chosen node is marked → (so the pick reads without colour).
 
+Rows are sorted by score (the pick first, ineligible nodes last) with a `behind` column, the
+candidate's distance from the pick, so the runner-up and its margin read at a glance. Every
+node is listed; the table scrolls (both ways) inside its panel, and its columns are fitted to
+the panel's width: two-space gaps, then one, then shortened feature names.
+
 Drawn as plain aligned text rather than a DataTable: it is rebuilt several times a second
 while playing, and a few lines of text cost almost nothing to draw.
 """
@@ -11,6 +16,8 @@ while playing, and a few lines of text cost almost nothing to draw.
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from kvtui.events import RouteDecided
@@ -22,22 +29,51 @@ def _num(v: float) -> str:
     return f"{v:.3f}".rstrip("0").rstrip(".")
 
 
-def candidate_rows(ev: RouteDecided) -> tuple[list[str], list[list[str]]]:
-    """Header and rows (all strings) for a decision's candidates."""
+def ranked(ev: RouteDecided) -> list:
+    """Candidates best first: eligible by score (the pick first among equals), then the rest."""
+    return sorted(
+        ev.candidates,
+        key=lambda c: (not c.eligible, -c.score if c.eligible else 0.0, c.node != ev.node, c.node),
+    )
+
+
+def candidate_rows(ev: RouteDecided, short: int = 0) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (all strings) for a decision's candidates, best first. `short` > 0 cuts
+    feature names to that many characters (to fit a narrow panel)."""
     names: list[str] = []
     for c in ev.candidates:
         for key, _ in c.features:
             if key not in names:
                 names.append(key)
-    header = ["  node", "score", *names, "note"]
+    shown = [n[:short] if short else n for n in names]
+    header = ["  node", "score", "behind", *shown, "note"]
     rows = []
-    for c in ev.candidates:
+    best = next((c.score for c in ev.candidates if c.node == ev.node), None)
+    for c in ranked(ev):
         pick = "→" if c.node == ev.node else ("✖" if not c.eligible else " ")
-        row = [f"{pick} {c.node}", _num(c.score) if c.eligible else "-"]
+        behind = "-" if best is None or not c.eligible or c.node == ev.node else _num(best - c.score)
+        row = [f"{pick} {c.node}", _num(c.score) if c.eligible else "-", behind]
         row += [_num(c.feature(name)) for name in names]
         row.append(c.note or ("picked" if c.node == ev.node else ""))
         rows.append(row)
     return header, rows
+
+
+def fit_table(ev: RouteDecided, width: int) -> tuple[list[str], list[str], list]:
+    """(header line, row lines, candidates in row order) fitted to `width` where possible."""
+    for gap, short in ((2, 0), (1, 0), (1, 6), (1, 4)):
+        header, rows = candidate_rows(ev, short)
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+        def fmt(row: list[str]) -> str:
+            cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in range(1, len(row) - 1)]
+            return (" " * gap).join(cells) + " " * gap + row[-1]
+
+        lines = [fmt(r) for r in rows]
+        head = fmt(header)
+        if max(len(x) for x in [head, *lines]) <= width:
+            break
+    return head, lines, ranked(ev)
 
 
 def decision_line(ev: RouteDecided) -> str:
@@ -55,9 +91,10 @@ def decision_line(ev: RouteDecided) -> str:
     return line + (f" · STALE: {ev.stale}" if ev.stale else "")
 
 
-class CandidateTable(Static):
+class CandidateTable(ScrollableContainer):
     DEFAULT_CSS = """
-    CandidateTable { height: auto; background: $surface; text-wrap: nowrap; text-overflow: ellipsis; }
+    CandidateTable { height: auto; background: $surface; overflow-x: auto; overflow-y: auto; }
+    CandidateTable > Static { width: auto; height: auto; }
     CandidateTable > .candidates--header { text-style: bold underline; color: $text-muted; }
     CandidateTable > .candidates--pick { text-style: bold; color: $primary; }
     CandidateTable > .candidates--out { color: $text-muted; }
@@ -65,13 +102,25 @@ class CandidateTable(Static):
     COMPONENT_CLASSES = {"candidates--header", "candidates--pick", "candidates--out"}
 
     def __init__(self, *, id: str | None = None, classes: str | None = None):
-        super().__init__("", id=id, classes=classes, markup=False)
+        super().__init__(id=id, classes=classes)
         self.decision: RouteDecided | None = None
-        self._lines = -1
+        self.body = Static("", markup=False)
+        self._width = -1
+
+    def compose(self) -> ComposeResult:
+        yield self.body
 
     def on_mount(self) -> None:
         self.show_decision(None, force=True)
         self.app.theme_changed_signal.subscribe(self, lambda _t: self.show_decision(self.decision, force=True))
+
+    def on_resize(self, _event) -> None:
+        if self.size.width != self._width:
+            self.show_decision(self.decision, force=True)
+
+    @property
+    def plain(self) -> str:
+        return str(self.body.render()) if self.body.is_mounted else ""
 
     def show_decision(self, ev: RouteDecided | None, force: bool = False) -> None:
         same = (ev is None and self.decision is None) or (
@@ -80,31 +129,25 @@ class CandidateTable(Static):
         if same and not force:
             return
         self.decision = ev
+        self._width = self.size.width
         if ev is None:
             text = Text("select a routing decision to see every candidate", style=self.get_component_rich_style("candidates--out"))
         else:
             text = self._table(ev)
-        lines = text.plain.count("\n") + 1
-        self.update(text, layout=lines != self._lines)
-        self._lines = lines
+        self.body.update(text)
 
     def _table(self, ev: RouteDecided) -> Text:
-        header, rows = candidate_rows(ev)
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        width = max(20, self.scrollable_content_region.width or self.size.width or 80)
+        head, lines, cands = fit_table(ev, width)
         head_style = self.get_component_rich_style("candidates--header")
         pick_style = self.get_component_rich_style("candidates--pick")
         out_style = self.get_component_rich_style("candidates--out")
-
-        def fmt(row: list[str]) -> str:
-            cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in range(1, len(row) - 1)]
-            return "  ".join(cells) + "  " + row[-1]
-
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text(no_wrap=True)
         text.append(decision_line(ev), out_style)
         text.append("\n")
-        text.append(fmt(header), head_style)
-        for row, c in zip(rows, ev.candidates):
+        text.append(head, head_style)
+        for line, c in zip(lines, cands):
             text.append("\n")
             style = pick_style if c.node == ev.node else (out_style if not c.eligible else "")
-            text.append(fmt(row), style)
+            text.append(line, style)
         return text

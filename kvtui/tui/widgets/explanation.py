@@ -10,7 +10,7 @@ from kvtui.events import Event
 
 class Explanation(Static):
     DEFAULT_CSS = """
-    Explanation { height: auto; max-height: 8; }
+    Explanation { height: auto; max-height: 8; overflow-y: auto; }
     Explanation > .explanation--title { color: $accent; text-style: bold; }
     """
     COMPONENT_CLASSES = {"explanation--title"}

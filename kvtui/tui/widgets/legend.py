@@ -21,7 +21,7 @@ from kvtui.tui.widgets.block_map import (
 
 class Legend(Widget):
     DEFAULT_CSS = """
-    Legend { height: 1; }
+    Legend { height: auto; max-height: 3; }
     Legend > .legend--dim { color: $text-muted; }
     """
     COMPONENT_CLASSES = {"legend--dim"}
@@ -68,8 +68,9 @@ class Legend(Widget):
         known = {n: i % OWNER_COLOURS for i, n in enumerate(self.group_names())}
         width = self.size.width
         text = Text()
+        # Every group is listed: when the short form does not fit one line either, it wraps.
         for states in (full, short):
-            text = Text(no_wrap=True, overflow="ellipsis")
+            text = Text(no_wrap=states is full, overflow="fold")
             for glyph, label in states:
                 text.append(glyph, col("block-down") if glyph == GLYPH_DOWN else Style())
                 text.append(label, dim)

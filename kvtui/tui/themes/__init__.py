@@ -1,4 +1,8 @@
-"""Theme files (themes/*.toml): loaded and registered with the app at start.
+"""Theme files: the shipped ones beside this module (kvtui/tui/themes/*.toml, package data,
+so a wheel install has them), then the user's own, loaded and registered with the app at start.
+
+The user's directory is $KVTUI_THEMES if set, else $XDG_CONFIG_HOME/kvtui/themes (by default
+~/.config/kvtui/themes). A user theme with the name of a shipped one replaces it.
 
 A theme file holds Textual's theme fields (name, dark, primary, background, ...) and a
 `[variables]` table. The block map, the legend and the histograms take their colours from
@@ -58,19 +62,22 @@ _THEME_FIELDS = {
 }
 
 
-def theme_dir() -> Path | None:
-    """Where theme files live: $KVTUI_THEMES, else themes/ at the top of the checkout."""
+SHIPPED = Path(__file__).resolve().parent
+
+
+def user_theme_dir() -> Path:
+    """Where the user's own theme files live (see the module doc)."""
     env = os.environ.get("KVTUI_THEMES")
     if env:
         return Path(env)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent / "themes"
-        if cand.is_dir() and any(cand.glob("*.toml")):
-            return cand
-        if (parent / "pyproject.toml").exists():
-            break
-    return None
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "kvtui" / "themes"
+
+
+def theme_dir() -> Path | None:
+    """The user's theme directory if it exists (kept for callers that name one directory)."""
+    d = user_theme_dir()
+    return d if d.is_dir() else None
 
 
 def load_theme_file(path: Path) -> Theme:
@@ -109,11 +116,14 @@ def load_theme_file(path: Path) -> Theme:
 
 
 def load_themes(directory: Path | None = None) -> list[Theme]:
-    """Every theme file in the directory, preferred ones first."""
-    directory = directory if directory is not None else theme_dir()
-    if directory is None or not directory.is_dir():
-        return []
-    themes = [load_theme_file(p) for p in sorted(directory.glob("*.toml"))]
+    """The shipped themes and the user's (or only those in `directory`), preferred first."""
+    dirs = [directory] if directory is not None else [SHIPPED, user_theme_dir()]
+    by_name: dict[str, Theme] = {}
+    for d in dirs:
+        if d is None or not d.is_dir():
+            continue
+        for p in sorted(d.glob("*.toml")):
+            t = load_theme_file(p)
+            by_name[t.name] = t
     rank = {name: i for i, name in enumerate(PREFERRED_ORDER)}
-    themes.sort(key=lambda t: (rank.get(t.name, len(rank)), t.name))
-    return themes
+    return sorted(by_name.values(), key=lambda t: (rank.get(t.name, len(rank)), t.name))

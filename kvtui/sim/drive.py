@@ -1,0 +1,478 @@
+"""The drive loop: advance a run to a sim time or to the next event of a kind within a
+wall-clock budget the caller supplies, and travel back in time.
+
+Time travel rests on determinism: the same scenario, seed, policy and user commands give the
+same events, so the state after event *n* can be rebuilt by replaying. Python cannot copy a
+simpy environment (its processes are generators), so a checkpoint is a whole paused run.
+`Drive` keeps a few of them, spaced `every` events apart, and builds missing ones in the
+background (`maintain`, called while the viewer is idle) by replaying from the start. Going
+back to event *n* takes the nearest checkpoint at or before *n* and replays the difference;
+the run it leaves becomes a checkpoint too, so stepping forward again is free.
+
+User commands (take a node down or up, crash the control plane) are part of the run: each is
+recorded with the event count and sim time at which it was given and re-applied at the same
+point on every replay. A new command given after stepping back drops the later ones (the
+run branches) and every checkpoint past it.
+
+Positions count the events a viewer has *stepped to* (`Simulation.step`), which with the same
+inputs always land on the same event. The engine never reads a wall clock: the caller hands
+in its own (`clock`, e.g. the app's `time.perf_counter`) and a budget in that clock's units,
+which only decides when a call returns, never what the simulation does. Without a clock,
+every call runs to completion.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from kvtui.events import Event
+from kvtui.scenario.model import Scenario
+from kvtui.sim.engine import Simulation
+from kvtui.sim.journal import Journal
+from kvtui.sim.view import ClusterView, ViewCache, block_view
+
+FOLDABLE = ("stored", "batch")  # the kinds a coarse single step folds away
+BIG_CLUSTER_BLOCKS = 20_000  # KV blocks in all, from which fewer checkpoints are kept
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    position: int  # events stepped when it was given
+    t: float  # sim time when it was given
+    name: str  # node_down / node_up / crash
+    arg: str | None = None
+
+
+class _Run:
+    """One simulation with its journal, counted in events stepped."""
+
+    def __init__(self, scenario: Scenario, seed: int, policy: str):
+        self.sim = Simulation(scenario, seed=seed, policy=policy)
+        self.journal = Journal()
+        self.sim.subscribe(self.journal.on_event)
+        self.position = 0
+        self.applied = 0  # commands applied so far
+        self.last: Event | None = None
+
+    def step(self) -> Event | None:
+        ev = self.sim.step()
+        if ev is not None:
+            self.position += 1
+            self.last = ev
+        return ev
+
+    def apply_due(self, commands: list[Command], through: int) -> Event | None:
+        """Apply the commands given at positions up to `through` not applied yet."""
+        out = None
+        while self.applied < len(commands) and commands[self.applied].position <= min(through, self.position):
+            cmd = commands[self.applied]
+            self.applied += 1
+            out = apply_command(self, cmd) or out
+        return out
+
+    def close(self) -> None:
+        self.sim.close()
+
+
+def apply_command(run: "_Run", cmd: Command) -> Event | None:
+    """Carry out one user command on a run; the event that reports it, if any."""
+    sim = run.sim
+    if sim.ended:
+        return None
+    if sim.now < cmd.t and not sim.bus.outbox:
+        sim.run_until(cmd.t)  # play mode had moved the clock on between events
+    before = sim.bus.seq
+    if cmd.name == "node_down":
+        sim.node_down(cmd.arg)
+    elif cmd.name == "node_up":
+        sim.node_up(cmd.arg)
+    elif cmd.name == "crash":
+        sim.crash_control_plane()
+    wanted = {"node_down": "node_down", "node_up": "node_up", "crash": "cp_crash"}[cmd.name]
+    for ev in reversed(run.journal.log):
+        if ev.seq <= before:
+            break
+        if ev.kind in (wanted, "cp_recovered"):
+            return ev
+    return None
+
+
+class Drive:
+    """A run you can step, play, seek and rewind."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int | None = None,
+        policy: str | None = None,
+        every: int = 2_000,
+        max_checkpoints: int = 32,
+        clock: Callable[[], float] | None = None,
+        near: int = 16,
+        near_every: int = 128,
+    ):
+        self.clock = clock
+        self.near = near
+        self.near_every = near_every
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.policy = policy or scenario.router.policy
+        self.every = every
+        # A run with a fixed log directory cannot have twins writing the same files.
+        fixed_dir = scenario.metadata is not None and getattr(scenario.metadata, "dir", None)
+        self.max_checkpoints = 0 if fixed_dir else max_checkpoints
+        self.commands: list[Command] = []
+        self.checkpoints: list[_Run] = []
+        self._builder: tuple[_Run, int] | None = None
+        self.kinds: list[str] = []  # kind of the event at each position (1-based: kinds[p-1])
+        self.times = array("d")  # its sim time
+        self.views = ViewCache()
+        self.seek_origin: int | None = None
+        self.run = self._fresh()
+        # Every checkpoint is a whole simulation: big clusters keep fewer of them.
+        if sum(n.pool.num_blocks for n in self.run.sim.nodes) > BIG_CLUSTER_BLOCKS:
+            self.max_checkpoints = min(self.max_checkpoints, 8)
+            self.near = min(self.near, 4)
+
+    # ------------------------------------------------------------------ the current run
+    def _fresh(self) -> _Run:
+        return _Run(self.scenario, self.seed, self.policy)
+
+    @property
+    def sim(self) -> Simulation:
+        return self.run.sim
+
+    @property
+    def journal(self) -> Journal:
+        return self.run.journal
+
+    @property
+    def position(self) -> int:
+        return self.run.position
+
+    @property
+    def now(self) -> float:
+        return self.run.sim.now
+
+    @property
+    def ended(self) -> bool:
+        return self.run.sim.ended
+
+    def view(self) -> ClusterView:
+        return self.views.cluster(self.run.sim, self.run.journal, self.run.position)
+
+    def block(self, node: str, index: int):
+        return block_view(self.run.sim, node, index, self.run.journal)
+
+    def close(self) -> None:
+        for r in [self.run, *self.checkpoints] + ([self._builder[0]] if self._builder else []):
+            r.close()
+        self.checkpoints = []
+        self._builder = None
+
+    # ------------------------------------------------------------------ budgets
+    def _deadline(self, budget_s: float) -> float | None:
+        if self.clock is None or budget_s == float("inf"):
+            return None
+        return self.clock() + budget_s
+
+    def _late(self, deadline: float | None) -> bool:
+        return deadline is not None and self.clock() > deadline
+
+    # ------------------------------------------------------------------ forward
+    def step(self, fold: Iterable[str] = ()) -> Event | None:
+        """The next event (skipping `fold` kinds); None once the run has ended."""
+        fold = tuple(fold)
+        while True:
+            self.run.apply_due(self.commands, self.run.position)
+            ev = self.run.step()
+            if ev is None:
+                return None
+            self._note(ev)
+            if ev.kind not in fold:
+                return ev
+
+    def _note(self, ev: Event) -> None:
+        p = self.run.position
+        if p > len(self.kinds):
+            self.kinds.append(ev.kind)
+            self.times.append(ev.t)
+
+    def advance(self, target: float, budget_s: float) -> bool:
+        """Move sim time toward `target` for at most `budget_s` wall seconds; True when there
+        (or the run ended), False when the budget ran out first (call again)."""
+        sim = self.run.sim
+        env = sim.env
+        deadline = self._deadline(budget_s)
+        n = 0
+        while not sim.ended:
+            if not sim.bus.outbox and env.peek() > target and not self._due():
+                sim.run_until(target)  # nothing left before target: a pure time advance
+                return True
+            if self.step() is None:
+                break
+            n += 1
+            if (n & 15) == 0 and self._late(deadline):
+                return False
+        return True
+
+    def _due(self) -> bool:
+        r = self.run
+        return r.applied < len(self.commands) and self.commands[r.applied].position <= r.position
+
+    def seek(self, kinds: Iterable[str], budget_s: float) -> Event | None | bool:
+        """Step to the next event of one of `kinds`: the event; False if the budget ran out
+        (call again: the search goes on); None if the run ended first, in which case the run
+        is put back where the search began (a jump that finds nothing stays)."""
+        kinds = tuple(kinds)
+        if self.seek_origin is None:
+            self.seek_origin = self.run.position
+        deadline = self._deadline(budget_s)
+        n = 0
+        while True:
+            ev = self.step()
+            if ev is None:
+                origin, self.seek_origin = self.seek_origin, None
+                self.goto(origin)
+                return None
+            if ev.kind in kinds:
+                self.seek_origin = None
+                return ev
+            n += 1
+            if (n & 15) == 0 and self._late(deadline):
+                return False
+
+    def cancel_seek(self) -> None:
+        self.seek_origin = None
+
+    # ------------------------------------------------------------------ commands
+    def command(self, name: str, arg: str | None = None) -> Event | None:
+        """Give a command now; it becomes part of the run's history (see the module doc)."""
+        r = self.run
+        keep = [c for c in self.commands if c.position <= r.position][: r.applied]
+        if len(keep) != len(self.commands):
+            self.commands = keep
+            self._drop_checkpoints_after(r.position)
+            del self.kinds[r.position :]
+            del self.times[r.position :]
+        cmd = Command(r.position, r.sim.now, name, arg)
+        self.commands.append(cmd)
+        r.applied = len(self.commands)
+        return apply_command(r, cmd)
+
+    def _drop_checkpoints_after(self, position: int) -> None:
+        n = len(self.commands)
+        keep = []
+        for c in self.checkpoints:
+            if c.position < position or (c.position == position and c.applied <= n):
+                keep.append(c)
+            else:
+                c.close()
+        self.checkpoints = keep
+        if self._builder is not None and self._builder[1] > position:
+            self._builder[0].close()
+            self._builder = None
+
+    # ------------------------------------------------------------------ back in time
+    def back(self, fold: Iterable[str] = ()) -> Event | None:
+        """Go back one event (the previous one not of a `fold` kind); None at the start."""
+        fold = tuple(fold)
+        p = self.run.position - 1
+        while p > 0 and self.kinds[p - 1] in fold:
+            p -= 1
+        if p < 1:
+            if self.run.position == 0:
+                return None
+            p = 0
+        self.goto(p)
+        return self.run.last
+
+    def goto(self, position: int, budget_s: float = float("inf")) -> bool:
+        """Put the run at `position` events (forward by stepping, back by replaying from the
+        nearest checkpoint); False if a forward move ran out of budget (call again)."""
+        position = max(0, position)
+        if position < self.run.position:
+            self._rewind_to(position)
+        deadline = self._deadline(budget_s)
+        n = 0
+        while self.run.position < position:
+            if self.step() is None:
+                return True
+            n += 1
+            if (n & 15) == 0 and self._late(deadline):
+                return False
+        self.run.apply_due(self.commands, position)
+        return True
+
+    def goto_time(self, t: float, budget_s: float = float("inf")) -> bool:
+        """Put the run at sim time `t`: back to the last event at or before it, or forward."""
+        if t < self.now:
+            p = bisect_right(self.times, t)
+            self._rewind_to(p)
+        return self.advance(t, budget_s)
+
+    def _rewind_to(self, position: int) -> None:
+        if self._builder is not None:
+            self._builder[0].close()
+            self._builder = None
+        usable = [c for c in self.checkpoints if c.position <= position and c.applied <= len(self.commands)]
+        start = max(usable, key=lambda c: c.position, default=None)
+        if start is None:
+            start = self._fresh()
+        else:
+            self.checkpoints.remove(start)
+        old = self.run
+        self.run = start
+        if self.max_checkpoints > 0:
+            self.checkpoints.append(old)  # stepping forward again starts from here
+            self._trim()
+        else:
+            old.close()
+        while start.position < position:
+            start.apply_due(self.commands, start.position)
+            if start.step() is None:
+                break
+        start.apply_due(self.commands, position)
+
+    def _trim(self) -> None:
+        """Keep at most `max_checkpoints`: drop the ones farthest from the current position."""
+        while len(self.checkpoints) > self.max_checkpoints:
+            far = max(self.checkpoints, key=lambda c: abs(c.position - self.run.position))
+            self.checkpoints.remove(far)
+            far.close()
+
+    # ------------------------------------------------------------------ background work
+    def spacing(self) -> int:
+        """Events between the coarse checkpoints (wider on long runs: at most `max_checkpoints`)."""
+        if self.max_checkpoints <= 0:
+            return 0
+        return max(self.every, -(-self.run.position // self.max_checkpoints))
+
+    def wanted(self) -> list[tuple[int, int]]:
+        """(position, slot width) of the checkpoints worth having, most useful first: a
+        ladder of `near` runs every `near_every` events just below the current position
+        (each step back consumes one run, so consecutive steps back need several close by),
+        then the coarse ones every `spacing()` events for long jumps."""
+        k = self.spacing()
+        if not k:
+            return []
+        pos = self.run.position
+        out = []
+        d = self.near_every
+        top = ((pos - 1) // d) * d
+        for j in range(self.near):
+            s = top - j * d
+            if s <= 0:
+                break
+            out.append((s, d))
+        s = (pos // k) * k
+        while s > 0:
+            out.append((s, k))
+            s -= k
+        return out
+
+    def missing_checkpoint(self) -> int | None:
+        """The checkpoint position most worth building now (see `wanted`)."""
+        have = [c.position for c in self.checkpoints if c.position <= self.run.position]
+        for s, width in self.wanted():
+            if not any(s <= h < s + width for h in have):
+                return s
+        return None
+
+    def _source_for(self, target: int) -> _Run:
+        """The run to replay from to build a checkpoint at `target`: the highest coarse one at
+        or below it (coarse ones are rebuilt later, far from where the viewer is), else a
+        fresh run."""
+        ladder = {s for s, w in self.wanted() if w == self.near_every}
+        spare = [
+            c for c in self.checkpoints
+            if c.position <= target and c.applied <= len(self.commands)
+            and not any(s <= c.position < s + self.near_every for s in ladder)
+        ]
+        if not spare:
+            return self._fresh()
+        best = max(spare, key=lambda c: c.position)
+        self.checkpoints.remove(best)
+        return best
+
+    def maintain(self, budget_s: float) -> bool:
+        """Build checkpoints for up to `budget_s` wall seconds; True when there is nothing left
+        to build. Call it while the viewer is idle."""
+        deadline = self._deadline(budget_s)
+        while True:
+            if self._builder is None:
+                target = self.missing_checkpoint()
+                if target is None:
+                    return True
+                self._builder = (self._source_for(target), target)
+            run, target = self._builder
+            n = 0
+            while run.position < target:
+                run.apply_due(self.commands, run.position)
+                if run.step() is None:
+                    break
+                n += 1
+                if (n & 31) == 0 and self._late(deadline):
+                    return False
+            self._builder = None
+            self.checkpoints.append(run)
+            self._trim()
+            if self._late(deadline):
+                return False
+
+    # ------------------------------------------------------------------ questions
+    def time_of(self, position: int) -> float | None:
+        return self.times[position - 1] if 0 < position <= len(self.times) else None
+
+    def known_events(self) -> int:
+        """How many events of this run have been seen (the farthest position reached)."""
+        return len(self.kinds)
+
+
+def digest(events: Iterable[Event], each: Callable[[Event], str] = repr) -> str:
+    """A short fingerprint of an event sequence (tests compare two ways of getting there)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for ev in events:
+        h.update(each(ev).encode())
+    return h.hexdigest()[:16]
+
+
+class Lockstep:
+    """Two runs of one scenario (same seed, same workload, different policies) kept at the
+    same sim time, for a side-by-side comparison. The workload draws from its own RNG stream
+    (see kvtui/sim/engine.py), so both runs see the same arrivals whatever the policy."""
+
+    def __init__(self, left: Drive, right: Drive):
+        self.left = left
+        self.right = right
+
+    @property
+    def now(self) -> float:
+        return min(self.left.now, self.right.now)
+
+    @property
+    def ended(self) -> bool:
+        return self.left.ended and self.right.ended
+
+    def advance(self, target: float, budget_s: float) -> bool:
+        """Both runs toward `target`, the budget shared; True when both are there."""
+        a = self.left.advance(target, budget_s / 2)
+        b = self.right.advance(target, budget_s / 2)
+        return a and b
+
+    def step(self, fold: Iterable[str] = FOLDABLE) -> Event | None:
+        """The next event of whichever run is behind, then the other run to the same time."""
+        lead, other = (self.left, self.right) if self.left.now <= self.right.now or self.right.ended else (self.right, self.left)
+        ev = lead.step(fold)
+        if ev is None:
+            ev = other.step(fold)
+            lead, other = other, lead
+            if ev is None:
+                return None
+        other.advance(lead.now, float("inf"))
+        return ev

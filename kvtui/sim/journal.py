@@ -1,0 +1,151 @@
+"""What a viewer remembers of a run: recent decisions and notable events, per-request lives,
+who stored each cached block, and the marks of the timeline.
+
+A `Journal` listens to one Simulation's bus. It belongs to the run, not to the screen: when
+the app steps back, the run it returns to (a checkpoint replayed forward) carries its own
+journal, so the logs, explanations and request lives on screen are exactly those of the
+moment shown. Everything is bounded (the oldest requests and log lines are forgotten).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict, deque
+
+from kvtui.events import (
+    BlocksEvicted,
+    BlocksStored,
+    ControlPlaneCrashed,
+    ControlPlaneRecovered,
+    Event,
+    NodeCacheCleared,
+    NodeDown,
+    NodeUp,
+    PrefixPinned,
+    RequestCompleted,
+    RequestPreempted,
+    RequestRejected,
+    RouteDecided,
+    SimulationEnded,
+)
+from kvtui.explain import History
+
+# Kinds the event log shows (decisions have their own log).
+LOG_TYPES = (
+    RequestRejected,
+    BlocksEvicted,
+    RequestPreempted,
+    NodeDown,
+    NodeUp,
+    NodeCacheCleared,
+    PrefixPinned,
+    ControlPlaneCrashed,
+    ControlPlaneRecovered,
+    SimulationEnded,
+)
+
+# Timeline marks: kind -> (label, only the first one?)
+MARKS = {
+    "evicted": ("first eviction", True),
+    "rejected": ("first rejection", True),
+    "preempted": ("first preemption", True),
+    "node_down": ("node down", False),
+    "node_up": ("node up", False),
+    "cp_crash": ("control plane crash", False),
+    "cp_recovered": ("control plane recovered", False),
+}
+
+
+class Journal:
+    """Bounded memory of one run, fed by its bus."""
+
+    def __init__(self, keep_decisions: int = 500, keep_log: int = 500, keep_requests: int = 5_000):
+        self.history = History(keep=keep_requests)
+        self.decisions: deque[RouteDecided] = deque(maxlen=keep_decisions)
+        self.log: deque[Event] = deque(maxlen=keep_log)
+        self.counts: Counter[str] = Counter()
+        self.node_hits: dict[str, list[int]] = {}
+        self.last_emitted: Event | None = None
+        self.last_interesting: Event | None = None
+        self.marks: list[tuple[float, int, str, str]] = []  # (t, seq, kind, label)
+        self.keep_requests = keep_requests
+        self.lives: OrderedDict[str, list[Event]] = OrderedDict()
+        self._sessions: dict[str, str] = {}
+        self._stored: dict[str, dict[int, tuple[int | None, str]]] = {}  # node -> key -> (parent, request)
+
+    def on_event(self, ev: Event) -> None:
+        kind = ev.kind
+        self.counts[kind] += 1
+        self.last_emitted = ev
+        self.history.on_event(ev)
+        mark = MARKS.get(kind)
+        if mark is not None and (not mark[1] or self.counts[kind] == 1):
+            node = getattr(ev, "node", None)
+            self.marks.append((ev.t, ev.seq, kind, f"{mark[0]}" + (f" {node}" if node and not mark[1] else "")))
+        if isinstance(ev, RouteDecided):
+            self.decisions.append(ev)
+            self.last_interesting = ev
+        elif isinstance(ev, LOG_TYPES):
+            self.log.append(ev)
+            self.last_interesting = ev
+        if isinstance(ev, BlocksStored):
+            self._on_stored(ev)
+        elif isinstance(ev, BlocksEvicted):
+            table = self._stored.get(ev.node)
+            if table:
+                for k in ev.keys:
+                    table.pop(k, None)
+        elif isinstance(ev, NodeCacheCleared):
+            self._stored.pop(ev.node, None)
+        elif isinstance(ev, RequestCompleted):
+            h = self.node_hits.setdefault(ev.node, [0, 0])
+            h[1] += 1
+            if ev.hit != "miss":
+                h[0] += 1
+        self._note_life(ev)
+
+    def _on_stored(self, ev: BlocksStored) -> None:
+        table = self._stored.setdefault(ev.node, {})
+        parent = ev.parent_key
+        for k in ev.keys:
+            table[k] = (parent, ev.request)
+            parent = k
+
+    def _note_life(self, ev: Event) -> None:
+        req = getattr(ev, "request", None)
+        if req is None:
+            req = getattr(ev, "for_request", None)
+        if req is None or req.startswith("pin:"):
+            if isinstance(ev, NodeDown):
+                for r in ev.rerouted + ev.failed:
+                    if r in self.lives:
+                        self.lives[r].append(ev)
+            return
+        life = self.lives.get(req)
+        if life is None:
+            life = self.lives[req] = []
+            if len(self.lives) > self.keep_requests:
+                old, _ = self.lives.popitem(last=False)
+                self._sessions.pop(old, None)
+        life.append(ev)
+        session = getattr(ev, "session", None)
+        if session:
+            self._sessions[req] = session
+
+    # ------------------------------------------------------------------ questions
+    def life(self, request: str) -> tuple[Event, ...]:
+        """Every event of one request so far, in order (empty if unknown or forgotten)."""
+        return tuple(self.lives.get(request, ()))
+
+    def provenance(self, node: str, key: int) -> tuple[int | None, str, str | None] | None:
+        """(parent key, storing request, its session) of a key cached on a node."""
+        found = self._stored.get(node, {}).get(key)
+        if found is None:
+            return None
+        parent, request = found
+        return parent, request, self._sessions.get(request)
+
+    def hit_rate(self, node: str) -> float | None:
+        h = self.node_hits.get(node)
+        if not h or not h[1]:
+            return None
+        return h[0] / h[1]

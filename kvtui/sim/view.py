@@ -1,0 +1,240 @@
+"""Read-only snapshots of a simulation for whoever draws it (the app, tests, reports).
+
+The app never reads a pool, a bus or a node's queues itself: it asks for a `ClusterView`
+(one `NodeView` per node: every block's state and owner per memory tier, the queues, the
+hit rate) and, for the inspector, a `BlockView` of one block. Snapshots are plain frozen
+values: numpy arrays in them are marked read-only, so a consumer cannot change the run.
+
+One function builds a node's view, `node_view`, so a new memory tier is one more `TierView` in
+its `tiers` tuple: consumers that draw `tiers[0]` keep working, and each `BlockView` names its
+`tier`. The CPU offload tier (kvtui/sim/offload.py) is summarised as (held, capacity) in
+`NodeView.cpu` rather than drawn cell by cell: it can hold millions of blocks, and the map
+shows it as a fill share on the node's label.
+
+Cell states follow vLLM v1's prefix caching as the pool models it (kvtui/sim/blocks.py):
+a block is *used* while a request holds a reference, *pinned* when it is a preloaded system
+prompt (a reference never released), *cached* when its reference count is 0 but it still
+holds a key (in the free queue, evictable in LRU order), and *free* otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FREE, CACHED, USED, PINNED = 0, 1, 2, 3
+STATE_NAMES = ("free", "cached", "used", "pinned")
+
+
+@dataclass(frozen=True, slots=True)
+class TierView:
+    """One memory tier of a node: a state code and an owner group per block."""
+
+    name: str  # "gpu" (a CPU offload tier adds "cpu")
+    num_blocks: int
+    state: np.ndarray  # int8 per block: FREE / CACHED / USED / PINNED (read-only)
+    owner: tuple[str, ...]  # prefix group whose data each block holds ("" when none)
+    used: int
+    cached_idle: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """One node at one moment."""
+
+    name: str
+    up: bool
+    tiers: tuple[TierView, ...]
+    running: tuple[str, ...]  # request ids, in scheduling order
+    waiting: tuple[str, ...]  # request ids, head of the queue first
+    hit_rate: float | None  # share of completed requests that hit the prefix cache
+    completed: int
+    evicted_total: int
+    version: tuple  # changes whenever anything above may have changed
+    cpu: tuple[int, int] | None = None  # the CPU offload tier's (blocks held, capacity), if any
+
+    @property
+    def gpu(self) -> TierView:
+        return self.tiers[0]
+
+    @property
+    def num_blocks(self) -> int:
+        return self.tiers[0].num_blocks
+
+
+@dataclass(frozen=True, slots=True)
+class BlockView:
+    """Everything known about one block (the inspector's panel)."""
+
+    node: str
+    index: int
+    tier: str
+    state: str  # free / cached / used / pinned
+    group: str  # owner prefix group ("" when none)
+    key: int | None  # the chained block hash it holds
+    parent: int | None  # the key of the block before it in its sequence (None: first block)
+    ref: int  # reference count (requests holding it; pins count one)
+    lru: int | None  # position in the free queue: 0 is evicted next (None: not evictable)
+    holders: tuple[str, ...]  # requests holding it now
+    stored_by: str | None  # the request whose computation stored its key
+    session: str | None  # that request's session
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    nodes: tuple[NodeView, ...]
+    now: float
+    position: int
+
+    def node(self, name: str) -> NodeView | None:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def _gpu_tier(node) -> TierView:
+    pool = node.pool
+    n = pool.num_blocks
+    ref = np.fromiter(pool.ref, dtype=np.int64, count=n)
+    keyed = np.fromiter((x is not None for x in pool.key), dtype=bool, count=n)
+    state = np.where(ref > 0, USED, np.where(keyed, CACHED, FREE)).astype(np.int8)
+    if pool.pinned:
+        state[np.fromiter(pool.pinned, dtype=np.int64, count=len(pool.pinned))] = PINNED
+    used = int(np.count_nonzero(ref > 0))
+    cached_idle = int(np.count_nonzero(state == CACHED))
+    return TierView("gpu", n, _readonly(state), tuple(pool.owner), used, cached_idle)
+
+
+def node_version(node, hits: tuple[int, int] | None = None) -> tuple:
+    """A cheap key that changes whenever the node's view would (views are cached on it)."""
+    pool, cpu = node.pool, node.kv.cpu
+    held = len(cpu) if cpu is not None else -1
+    return (id(pool.ref), pool.version, node.up, len(node.running), len(node.waiting), hits, held)
+
+
+def node_view(node, hits: tuple[int, int] | None = None) -> NodeView:
+    """The one place a node's view is built (a new tier is added here)."""
+    hit_rate = hits[0] / hits[1] if hits and hits[1] else None
+    return NodeView(
+        name=node.name,
+        up=node.up,
+        tiers=(_gpu_tier(node),),
+        running=tuple(r.id for r in node.running),
+        waiting=tuple(r.id for r in node.waiting),
+        hit_rate=hit_rate,
+        completed=hits[1] if hits else 0,
+        evicted_total=node.pool.evicted_total,
+        version=node_version(node, hits),
+        cpu=(len(node.kv.cpu), node.kv.cpu.capacity) if node.kv.cpu is not None else None,
+    )
+
+
+class ViewCache:
+    """Builds views, rebuilding a node's only when its version key changed."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, NodeView] = {}
+
+    def cluster(self, sim, journal=None, position: int | None = None) -> ClusterView:
+        out = []
+        for node in sim.nodes:
+            hits = journal.node_hits.get(node.name) if journal is not None else None
+            hits = tuple(hits) if hits is not None else None
+            key = node_version(node, hits)
+            v = self._nodes.get(node.name)
+            if v is None or v.version != key:
+                v = node_view(node, hits)
+                self._nodes[node.name] = v
+            out.append(v)
+        return ClusterView(tuple(out), sim.now, sim.bus.seq if position is None else position)
+
+
+def block_view(sim, node_name: str, index: int, journal=None) -> BlockView | None:
+    """One block in detail; None if there is no such node or block."""
+    node = sim.node_by_name.get(node_name)
+    if node is None or not 0 <= index < node.pool.num_blocks:
+        return None
+    pool = node.pool
+    ref = pool.ref[index]
+    key = pool.key[index]
+    if index in pool.pinned:
+        state = "pinned"
+    elif ref > 0:
+        state = "used"
+    elif key is not None:
+        state = "cached"
+    else:
+        state = "free"
+    lru = None
+    if ref == 0 and index in pool.free_queue:
+        for i, b in enumerate(pool.free_queue):
+            if b == index:
+                lru = i
+                break
+    holders = tuple(r.id for r in list(node.running) + list(node.waiting) if index in r.blocks)
+    parent = stored_by = session = None
+    if key is not None and journal is not None:
+        prov = journal.provenance(node_name, key)
+        if prov is not None:
+            parent, stored_by, session = prov
+    return BlockView(
+        node=node_name,
+        index=index,
+        tier="gpu",
+        state=state,
+        group=pool.owner[index] if state != "free" else "",
+        key=key,
+        parent=parent,
+        ref=ref,
+        lru=lru,
+        holders=holders,
+        stored_by=stored_by,
+        session=session,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFigures:
+    """The few numbers a side-by-side comparison shows for each run."""
+
+    now: float
+    arrived: int
+    completed: int
+    rejected: int
+    preempted: int
+    evicted_blocks: int
+    token_hit_rate: float
+    request_hit_rate: float
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
+
+
+def key_figures(sim) -> KeyFigures:
+    m = sim.metrics
+    p50, p95 = _pct(m.ttft, 50), _pct(m.ttft, 95)
+    return KeyFigures(
+        now=sim.now,
+        arrived=m.arrived,
+        completed=m.completed,
+        rejected=m.rejected,
+        preempted=m.preempted,
+        evicted_blocks=m.evicted_blocks,
+        token_hit_rate=m.token_hit_rate,
+        request_hit_rate=m.request_hit_rate,
+        ttft_p50_ms=None if p50 is None else p50 * 1000,
+        ttft_p95_ms=None if p95 is None else p95 * 1000,
+    )

@@ -1,0 +1,173 @@
+"""The timeline: one line across the screen from sim time 0 to the end of the workload, with
+the current moment, the story's chapters (1 2 3 ...) and the run's landmarks: scripted faults
+known in advance, and as they happen the first eviction (e), first rejection (r), first
+preemption (p), node failures (▼), recoveries (▲) and control-plane crashes (✸). Marks never
+overlap: one that would land on a taken cell moves to the nearest free one. A click goes to
+that moment (earlier moments are replayed).
+
+Under it, the current chapter of the story (title and text), when the scenario has one.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.message import Message
+from textual.widget import Widget
+
+GLYPH = {
+    "evicted": "e",
+    "rejected": "r",
+    "preempted": "p",
+    "node_down": "▼",
+    "node_up": "▲",
+    "cp_crash": "✸",
+    "cp_recovered": "✓",
+}
+SCRIPTED = {"node_down": "node_down", "node_up": "node_up", "control_plane_crash": "cp_crash"}
+
+
+def place(wanted: list[tuple[int, str]], width: int) -> dict[int, str]:
+    """Put each (column, glyph) on a free column nearest the one it wants, in order."""
+    taken: dict[int, str] = {}
+    for col, glyph in wanted:
+        col = max(0, min(width - 1, col))
+        for d in range(width):
+            for c in (col + d, col - d):
+                if 0 <= c < width and c not in taken:
+                    taken[c] = glyph
+                    break
+            else:
+                continue
+            break
+    return taken
+
+
+def current_chapter(story, now: float):
+    """(index, chapter) of the chapter in force at `now`, or (None, None)."""
+    found = (None, None)
+    for i, ch in enumerate(story):
+        if ch.at <= now + 1e-9:
+            found = (i, ch)
+    return found
+
+
+class Timeline(Widget):
+    DEFAULT_CSS = """
+    Timeline { height: 1; }
+    Timeline > .timeline--bar { color: $text-muted; }
+    Timeline > .timeline--done { color: $primary; }
+    Timeline > .timeline--mark { color: $warning; text-style: bold; }
+    Timeline > .timeline--chapter { color: $accent; text-style: bold; }
+    Timeline > .timeline--now { color: $foreground; text-style: bold reverse; }
+    """
+    COMPONENT_CLASSES = {"timeline--bar", "timeline--done", "timeline--mark", "timeline--chapter", "timeline--now"}
+
+    class Picked(Message):
+        def __init__(self, t: float) -> None:
+            self.t = t
+            super().__init__()
+
+    def __init__(self, runner, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.runner = runner
+        self._key = None
+
+    def span(self) -> float:
+        sc = self.runner.scenario
+        end = sc.until_s if sc.until_s is not None else sc.workload.duration_s
+        known = self.runner.drive.times
+        last = known[-1] if len(known) else 0.0
+        return max(end or 0.0, last, self.runner.now, 1e-9)
+
+    def marks(self) -> list[tuple[float, str, str]]:
+        """(sim time, glyph, kind) of every mark: chapters, scripted faults, what happened."""
+        sc = self.runner.scenario
+        out = [(ch.at, str(i + 1) if i < 9 else "§", "chapter") for i, ch in enumerate(sc.story)]
+        seen = set()
+        for t, _seq, kind, _label in self.runner.journal.marks:
+            out.append((t, GLYPH.get(kind, "?"), kind))
+            seen.add((round(t, 6), kind))
+        for ev in sc.events:
+            kind = SCRIPTED.get(ev.action)
+            if kind and (round(ev.at, 6), kind) not in seen:
+                out.append((ev.at, GLYPH[kind], kind))
+        return out
+
+    def tick(self) -> None:
+        key = (self.size.width, round(self.runner.now, 3), len(self.runner.journal.marks), self.runner.generation)
+        if key != self._key:
+            self._key = key
+            self.refresh()
+
+    def render(self) -> Text:
+        width = self.size.width
+        if width <= 0:
+            return Text()
+        span = self.span()
+        bar_style = self.get_component_rich_style("timeline--bar")
+        done_style = self.get_component_rich_style("timeline--done")
+        mark_style = self.get_component_rich_style("timeline--mark")
+        ch_style = self.get_component_rich_style("timeline--chapter")
+        now_style = self.get_component_rich_style("timeline--now")
+        now_col = min(width - 1, int(self.runner.now / span * (width - 1)))
+        wanted = [(now_col, "●")]
+        kinds = {}
+        for t, glyph, kind in sorted(self.marks(), key=lambda m: (m[2] != "chapter", m[0])):
+            wanted.append((int(t / span * (width - 1)), glyph))
+        placed = place(wanted, width)
+        for t, glyph, kind in self.marks():
+            kinds[glyph] = kind
+        text = Text(no_wrap=True, overflow="crop")
+        for col in range(width):
+            g = placed.get(col)
+            if g is None:
+                text.append("━" if col < now_col else "─", done_style if col < now_col else bar_style)
+            elif g == "●":
+                text.append(g, now_style)
+            elif kinds.get(g) == "chapter":
+                text.append(g, ch_style)
+            else:
+                text.append(g, mark_style)
+        return text
+
+    def on_click(self, event: events.Click) -> None:
+        width = self.size.width
+        if width > 1:
+            self.post_message(self.Picked(event.x / (width - 1) * self.span()))
+
+
+class ChapterLine(Widget):
+    """The story's current chapter: `ch 2/6 title: text`, cut to the lines it has."""
+
+    DEFAULT_CSS = """
+    ChapterLine { height: 1; background: $boost; }
+    ChapterLine > .chapter--title { color: $accent; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {"chapter--title"}
+
+    def __init__(self, runner, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.runner = runner
+        self._key = None
+
+    def tick(self) -> None:
+        i, _ = current_chapter(self.runner.scenario.story, self.runner.now)
+        key = (i, self.size.width)
+        if key != self._key:
+            self._key = key
+            self.refresh()
+
+    def render(self) -> Text:
+        story = self.runner.scenario.story
+        i, ch = current_chapter(story, self.runner.now)
+        text = Text(no_wrap=False, overflow="ellipsis")
+        if ch is None:
+            if story:
+                text.append(f" story: chapter 1 at {story[0].at:g} s (k goes there)", Style(dim=True))
+            return text
+        text.append(f" ch {i + 1}/{len(story)} {ch.title}", self.get_component_rich_style("chapter--title"))
+        if ch.text:
+            text.append(": " + " ".join(ch.text.split()))
+        return text

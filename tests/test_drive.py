@@ -1,0 +1,103 @@
+"""The engine's drive loop and views: time travel replays exactly, jumps that find nothing
+stay, commands are part of the run's history, views are read-only."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvtui.scenario import load_scenario
+from kvtui.sim.drive import Drive, digest
+from kvtui.sim.view import CACHED, FREE, PINNED, USED
+
+SCENARIO = "tests/tui/scenario.yaml"
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return load_scenario(SCENARIO, [])
+
+
+def _journal_digest(d: Drive) -> str:
+    return digest(list(d.journal.decisions) + list(d.journal.log))
+
+
+def test_back_then_forward_equals_straight_stepping(scenario):
+    straight = Drive(scenario)
+    for _ in range(700):
+        straight.step()
+    d = Drive(scenario, every=100)
+    for _ in range(650):
+        d.step()
+    d.maintain(60.0)
+    for _ in range(40):
+        d.back()
+    assert d.position == 610
+    while d.position < 700:
+        d.step()
+    assert d.run.last == straight.run.last
+    assert _journal_digest(d) == _journal_digest(straight)
+    assert d.journal.counts == straight.journal.counts
+    assert d.sim.metrics.ttft == straight.sim.metrics.ttft
+
+
+def test_back_with_fold_skips_stored_and_batch(scenario):
+    d = Drive(scenario)
+    for _ in range(300):
+        d.step()
+    ev = d.back(fold=("stored", "batch"))
+    assert ev.kind not in ("stored", "batch")
+    assert d.position < 300
+
+
+def test_commands_replay_at_their_moment(scenario):
+    d = Drive(scenario, every=50)
+    for _ in range(200):
+        d.step()
+    down = d.command("node_down", "node-a")
+    assert down.kind == "node_down"
+    for _ in range(100):
+        d.step()
+    expect = d.run.last
+    d.goto(150)  # before the command: node-a is up again
+    assert d.sim.node_by_name["node-a"].up
+    d.goto(300)  # forward again: the command is replayed at event 200
+    assert not d.sim.node_by_name["node-a"].up
+    assert d.run.last == expect
+
+
+def test_seek_that_finds_nothing_stays(scenario):
+    d = Drive(scenario)
+    ev = d.seek(["node_down"], budget_s=60)
+    assert ev.kind == "node_down"
+    at, t = d.position, d.now
+    again = d.seek(["no-such-kind"], budget_s=60)
+    assert again is None and d.position == at and d.now == t and not d.ended
+
+
+def test_goto_time_back_and_forward(scenario):
+    d = Drive(scenario)
+    d.advance(8.0, budget_s=60)
+    d.goto_time(3.0)
+    assert d.now == pytest.approx(3.0)
+    assert all(t <= 3.0 for t in d.times[: d.position])
+
+
+def test_views_are_read_only_and_consistent(scenario):
+    d = Drive(scenario)
+    for _ in range(400):
+        d.step()
+    view = d.view()
+    for nv in view.nodes:
+        tier = nv.gpu
+        assert tier.name == "gpu" and len(tier.state) == nv.num_blocks == len(tier.owner)
+        with pytest.raises(ValueError):
+            tier.state[0] = FREE
+        node = d.sim.node_by_name[nv.name]
+        assert tier.used == node.pool.used_count
+        assert set(tier.state.tolist()) <= {FREE, CACHED, USED, PINNED}
+    nv = view.nodes[0]
+    idx = next(i for i, s in enumerate(nv.gpu.state) if s == CACHED)
+    b = d.block(nv.name, idx)
+    assert b.state == "cached" and b.tier == "gpu" and b.key is not None and b.lru is not None and b.ref == 0
+    assert b.stored_by is not None
+    assert d.block(nv.name, 10**6) is None

@@ -1,0 +1,164 @@
+"""The teaching controls, driven with Textual's Pilot: stepping back and forth, jumps that
+find nothing, the block inspector, a request's life, and keys typed faster than the palette
+settles."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual import events
+
+from kvtui.sim.drive import digest
+from kvtui.tui.screens.life import LifeScreen
+from kvtui.tui.screens.zoom import ZoomScreen
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def _log_digest(app) -> str:
+    r = app.runner
+    return digest(list(r.decisions) + list(r.log)) + f"/{r.position}/{r.now}"
+
+
+def test_back_then_forward_equals_straight_stepping(make):
+    async def go():
+        straight = make()
+        async with straight.run_test() as pilot:
+            await pilot.press(*["s"] * 45)
+            want = _log_digest(straight)
+            want_current = straight.runner.current
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press(*["s"] * 45)
+            ahead = app.runner.position
+            await pilot.press(*["b"] * 5)
+            assert app.runner.position < ahead
+            back_current = app.runner.current
+            assert app.why.shown[0] == back_current.seq, "the Why panel follows the step back"
+            await pilot.press(*["s"] * 5)
+            assert _log_digest(app) == want
+            assert app.runner.current == want_current
+            assert len(app.decision_log.items) == len(app.runner.decisions)
+
+    run(go())
+
+
+def test_back_at_start_says_so(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press("b")
+            assert app.runner.position == 0
+            await pilot.pause()
+            assert any("start" in n.message for n in app._notifications)
+
+    run(go())
+
+
+def test_jump_past_the_last_one_stays_and_says_so(make):
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press("f")
+            assert app.runner.current.kind == "node_down"
+            for _ in range(4):  # the test scenario has few failures: run out of them
+                await pilot.press("f")
+            at, t = app.runner.position, app.runner.now
+            await pilot.press("f")
+            assert (app.runner.position, app.runner.now) == (at, t) and not app.runner.ended
+            await pilot.pause()
+            assert any("staying at event" in n.message for n in app._notifications)
+            await pilot.press("s")  # the run goes on from there
+            assert app.runner.position > at
+
+    run(go())
+
+
+def test_inspector_moves_over_blocks_and_shows_them(make):
+    async def go():
+        app = make()
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(300):
+                app.runner.step(fold=False)
+            await pilot.press("z")
+            screen = app.screen
+            assert isinstance(screen, ZoomScreen)
+            await pilot.press("right", "right", "down")
+            _, per_row = screen.query_one("#zoom-map").cell_scale()
+            assert screen.cell == min(2 + per_row, screen._cells() - 1)
+            await pilot.press("up", "left")
+            assert screen.cell == max(0, min(2 + per_row, screen._cells() - 1) - per_row - 1)
+            text = str(screen.query_one("#zoom-block").render())
+            assert f"block {screen.cell}" in text and "tier gpu" in text and "LRU position" in text
+            node = screen.node
+            await pilot.press("right_square_bracket")
+            assert screen.node != node and app.selected_node == screen.node, "no hidden selection"
+            await pilot.press("d")
+            assert not app.runner.view().node(screen.node).up, "d acts on the node shown"
+            await pilot.press("escape")
+            assert not isinstance(app.screen, ZoomScreen)
+
+    run(go())
+
+
+def test_request_life_from_a_decision(make):
+    async def go():
+        app = make()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("n")
+            req = app.runner.current.request
+            await pilot.press(*["s"] * 30)
+            await pilot.press("n")
+            app.highlight = None
+            app.runner.current = app.runner.decisions[0]
+            await pilot.press("i")
+            assert isinstance(app.screen, LifeScreen) and app.screen.request == req
+            text = str(app.screen.query_one("Static").render())
+            assert "arrived at the router" in text and "routed" in text
+
+    run(go())
+
+
+def _keys_at_once(app, keys):
+    """Post keys without waiting between them, as a fast typist's terminal does."""
+    chars = {"enter": "\r", "s": "s", "z": "z"}
+    for k in keys:
+        app.post_message(events.Key(k, chars.get(k)))
+
+
+def test_palette_survives_keys_faster_than_it_settles(make):
+    async def go():
+        for keys in (["ctrl+p", "pagedown"], ["ctrl+p", "down", "enter", "enter"], ["s", "z", "z", "z", "s"]):
+            app = make(fps=20)
+            async with app.run_test(size=(100, 30)) as pilot:
+                _keys_at_once(app, keys)
+                await pilot.pause(0.3)
+                await pilot.pause(0.3)
+                assert app.is_running, keys
+
+    run(go())
+
+
+def test_split_screen_runs_in_lockstep(scenario):
+    from kvtui.tui.compare import make_compare_app
+
+    async def go():
+        app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.press(*["s"] * 30)
+            left, right = app.left, app.right
+            assert left.policy == "cache_aware" and right.policy == "round_robin"
+            assert left.seed == right.seed
+            # a step moves the run that is behind, then the other to the same time (to within
+            # the one event that carries it past)
+            assert left.now > 0 and abs(left.now - right.now) < 0.05
+            app.lockstep.advance(5.0, budget_s=60)
+            app.refresh_panels()
+            await pilot.pause()
+            assert left.now == right.now == 5.0
+            diff = str(app.query_one("#diff").render())
+            assert "Δ round_robin vs cache_aware" in diff and "token hit rate" in diff and "rejections" in diff
+
+    run(go())
