@@ -8,10 +8,8 @@ early, which is fine). The palette's own commands include "save screenshot", so 
 in a temporary directory.
 
 Size knob: KVTUI_FUZZ_SCALE is the number of sequences of 120 keys per case; at 1 (CI) the
-six cases send 720 keys, at 28 about 20,000. Crashes that belong to the palette, the zoom screen and the app's
-message handlers racing Textual's screen stack (issue 10's KeyError, ScreenStackError,
-NoMatches) are xfail -- for those exception classes only -- on the cases that reach them,
-until the app rework lands: "fixed by the app rework". Any other crash fails.
+six cases send 720 keys, at 28 about 20,000. Any crash fails, including the palette, zoom and screen-stack races issue 10
+reported (KeyError, ScreenStackError, NoMatches), which the app rework fixed.
 """
 
 from __future__ import annotations
@@ -75,18 +73,11 @@ def _known_races():
 
 CASES = [
     pytest.param("app", False, (80, 24), 0, id="app-paced"),
-    # fast keys while playing: LogList.Highlighted can reach refresh_panels -> _status_bars
-    # after the screen stack has emptied (ScreenStackError: No screens on stack); an app race
-    pytest.param("app", True, (120, 40), 30, id="app-fast-playing",
-                 marks=pytest.mark.xfail(raises=_known_races(), reason="fixed by the app rework", strict=False)),
-    pytest.param("zoom", True, (100, 30), 30, id="zoom-fast-playing",
-                 marks=pytest.mark.xfail(raises=_known_races(), reason="fixed by the app rework", strict=False)),
-    pytest.param("zoom", False, (60, 20), 0, id="zoom-paced",
-                 marks=pytest.mark.xfail(raises=_known_races(), reason="fixed by the app rework", strict=False)),
-    pytest.param("palette", True, (100, 30), 0, id="palette-fast",
-                 marks=pytest.mark.xfail(raises=_known_races(), reason="fixed by the app rework", strict=False)),
-    pytest.param("palette", False, (80, 24), 0, id="palette-paced",
-                 marks=pytest.mark.xfail(raises=_known_races(), reason="fixed by the app rework", strict=False)),
+    pytest.param("app", True, (120, 40), 30, id="app-fast-playing"),
+    pytest.param("zoom", True, (100, 30), 30, id="zoom-fast-playing"),
+    pytest.param("zoom", False, (60, 20), 0, id="zoom-paced"),
+    pytest.param("palette", True, (100, 30), 0, id="palette-fast"),
+    pytest.param("palette", False, (80, 24), 0, id="palette-paced"),
 ]
 
 
