@@ -210,7 +210,7 @@ def test_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert p.returncode == 0, p.stderr
     good, bad = [json.loads(x) for x in out.read_text().splitlines()]
     assert good["status"] == "ok" and bad["status"] == "error"
-    assert "kv_blocks" in bad["error"] and "must be >= 1" in bad["error"]
+    assert "kv_blocks" in bad["error"] and "must be between 1 and" in bad["error"]
     assert bad["run"]["grid"] == {"cluster.nodes.0.kv_blocks": "-1"}
     assert "1 failed" in p.stderr and "(1 failed)" in p.stdout
 

@@ -417,7 +417,7 @@ class Chapter:
     """One chapter of the scenario's story: what to watch from a sim time on (the app shows
     the current chapter and marks each one on its timeline)."""
 
-    at: float = field(metadata=doc("sim time in seconds the chapter starts", min=0))
+    at: float = field(metadata=doc("sim time in seconds the chapter starts", min=0, max=1e9))
     title: str = field(metadata=doc("a few words, shown in the header and on the timeline"))
     text: str = field(default="", metadata=doc("what to look at and why"))
 

@@ -266,6 +266,11 @@ class KvtuiApp(App[None]):
         return r.last_interesting, "latest"
 
     def refresh_panels(self, force: bool = False) -> None:
+        if not self.screen_stack:
+            # Textual still delivers queued messages while it tears the screen stack down at
+            # exit (ScreenStackError from `self.screen`, found by the key fuzz test): nothing
+            # is left to draw on.
+            return
         r = self.runner
         sim = r.sim
         for bar in self._status_bars():

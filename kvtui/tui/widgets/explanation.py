@@ -37,7 +37,13 @@ class Explanation(Static):
         self.update(self._text(), layout=not self.styles.height or self.styles.height.is_auto)
 
     def _text(self) -> Text:
-        return Text.assemble((self.title, self.get_component_rich_style("explanation--title")), "\n", self.body)
+        try:
+            title_style = self.get_component_rich_style("explanation--title")
+        except KeyError:
+            # Textual raises while a theme change re-parses the stylesheet and the signal
+            # reaches this widget first (an upstream ordering, found by the key fuzz test).
+            title_style = "bold"
+        return Text.assemble((self.title, title_style), "\n", self.body)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _t: self.update(self._text()))
