@@ -248,6 +248,29 @@ def test_zoom_and_back(make):
     run(go())
 
 
+def test_zoom_keys_without_a_block_map_are_ignored(make):
+    """The zoom screen's bindings can fire while its children are not (or no longer) mounted:
+    Textual dispatches a pushed screen's bindings before compose has mounted them. Every key but
+    Back is then ignored instead of raising NoMatches (the 20,000-key campaign's last race)."""
+
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            early = ZoomScreen(app.runner, app.runner.node_names()[0])
+            assert early.check_action("other_node", (1,)) is False  # not mounted yet
+            assert early.check_action("app.pop_screen", ()) is True
+            await pilot.press("z")
+            screen = app.screen
+            assert isinstance(screen, ZoomScreen) and screen.check_action("other_node", (1,))
+            await screen.query_one(BlockMap).remove()  # the state a too-early key meets
+            await pilot.press("right_square_bracket", "left", "enter", "d")
+            assert app.screen is screen and screen.node == app.runner.node_names()[0]
+            await pilot.press("escape")
+            assert not isinstance(app.screen, ZoomScreen)
+
+    run(go())
+
+
 def test_help_screen_lists_every_binding(make):
     async def go():
         app = make()

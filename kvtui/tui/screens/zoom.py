@@ -98,7 +98,18 @@ class ZoomScreen(Screen[None]):
         m = self.query_one(BlockMap)
         m.selected = self.node
         m.cursor = self.cell
+        self.refresh_bindings()
         self.tick()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Every action but Back needs the block map. Textual (8.x) dispatches a screen's
+        bindings as soon as the screen is pushed, before its children are mounted (and while
+        they are removed at dismiss), so a fast key can arrive with no map to act on; such a
+        key is ignored here rather than raising NoMatches (found by the 20,000-key campaign:
+        `z` then `]` within one frame while playing)."""
+        if action == "app.pop_screen" or action == "pop_screen":
+            return True
+        return bool(self.is_mounted and self.query(BlockMap))
 
     def tick(self) -> None:
         """Redraw from the engine's views; safe to call before the screen is mounted (the app's
