@@ -659,8 +659,15 @@ class KvtuiApp(App[None]):
         """Textual's palette with two upstream races guarded (see kvtui/tui/palette.py)."""
         from kvtui.tui.palette import GuardedCommandPalette
 
-        if self.use_command_palette and not GuardedCommandPalette.is_open(self):
-            self.push_screen(GuardedCommandPalette(id="--command-palette"))
+        if not self.use_command_palette or GuardedCommandPalette.is_open(self):
+            return
+        if self._nodes._get_by_id("--command-palette") is not None:
+            # A palette just dismissed is still the app's child until Textual has removed it;
+            # pushing another under the same id raises DuplicateIds (upstream: `is_open` looks
+            # only at the current screen; ctrl+p, Escape, ctrl+p within a frame, found by the
+            # 20,000-key campaign). The key is dropped: the palette opens on the next press.
+            return
+        self.push_screen(GuardedCommandPalette(id="--command-palette"))
 
     def _zoom(self, name: str) -> None:
         self._select(name)

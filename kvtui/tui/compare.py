@@ -69,14 +69,19 @@ class Side(Vertical):
         super().__init__(id=id)
         self.runner = runner
         self.border_title = f"policy {runner.policy}"
+        # held, not queried: a key or a resize can tick the side before its children mount
+        self.figures = Static("", classes="side-figures", markup=False)
+        self.block_map = BlockMap(self.runner)
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="side-figures", markup=False)
-        yield BlockMap(self.runner)
+        yield self.figures
+        yield self.block_map
 
     def tick(self) -> None:
-        self.query_one(BlockMap).tick()
-        self.query_one(".side-figures", Static).update(figures_text(self.runner.policy, key_figures(self.runner.sim)))
+        if not self.block_map.is_mounted:
+            return
+        self.block_map.tick()
+        self.figures.update(figures_text(self.runner.policy, key_figures(self.runner.sim)))
 
 
 class CompareApp(App[None]):

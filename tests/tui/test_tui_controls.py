@@ -334,6 +334,30 @@ def test_decision_selection_shows_candidates(make):
     run(go())
 
 
+def test_palette_reopened_while_the_last_one_is_being_removed(make):
+    """ctrl+p, Escape, ctrl+p within one frame: the dismissed palette is still the app's child
+    under the palette's id, so opening another would raise DuplicateIds (Textual's `is_open`
+    looks only at the current screen). The second press is dropped instead; the next opens it."""
+    from kvtui.tui.palette import GuardedCommandPalette
+
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            assert GuardedCommandPalette.is_open(app)
+            app.pop_screen()  # not awaited: the palette is being removed
+            app.action_command_palette()
+            await pilot.pause()
+            assert not GuardedCommandPalette.is_open(app)
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            assert GuardedCommandPalette.is_open(app)
+            await pilot.press("escape")
+
+    run(go())
+
+
 def test_palette_has_every_command(make):
     async def go():
         app = make()

@@ -65,10 +65,11 @@ async def _drive(app, rng: random.Random, keys: list[str], fast: bool, size: tup
 
 
 def _known_races():
+    from textual._node_list import DuplicateIds
     from textual.app import ScreenStackError
     from textual.css.query import NoMatches
 
-    return (KeyError, ScreenStackError, NoMatches)
+    return (KeyError, ScreenStackError, NoMatches, DuplicateIds)
 
 
 CASES = [

@@ -236,3 +236,14 @@ def test_every_event_type_has_a_summary_branch():
     src = inspect.getsource(ex)
     missing = [n for n in names if n not in src]
     assert not missing, f"explain.py does not mention {missing}"
+
+
+def test_latency_panel_ticks_before_its_children_are_mounted(scenario):
+    """A frame or a restart can reach the panel before Textual mounts what it composed (the key
+    campaign's NoMatches): ticking an unmounted panel draws nothing and raises nothing."""
+    from kvtui.tui.widgets.latency_panel import LatencyPanel
+
+    panel = LatencyPanel(Runner(scenario))
+    panel.tick()
+    panel.rebind()
+    assert [h.id for h in panel.histograms] == ["hist-ttft", "hist-tpot", "hist-e2e"]

@@ -17,19 +17,27 @@ class LatencyPanel(Vertical):
     def __init__(self, runner, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
         self.runner = runner
+        # Held, not queried: a frame or a restart (`R`) can tick the panel before Textual has
+        # mounted what compose yields (NoMatches from the 20,000-key campaign, keys sent at start).
+        self.stats = StatsLine(id="stats")
+        self.histograms = (
+            Histogram("TTFT", lambda: self.runner.sim.metrics.ttft, id="hist-ttft"),
+            Histogram("TPOT", lambda: self.runner.sim.metrics.tpot, id="hist-tpot"),
+            Histogram("E2E", lambda: self.runner.sim.metrics.e2e, id="hist-e2e"),
+        )
 
     def compose(self) -> ComposeResult:
-        yield StatsLine(id="stats")
-        yield Histogram("TTFT", lambda: self.runner.sim.metrics.ttft, id="hist-ttft")
-        yield Histogram("TPOT", lambda: self.runner.sim.metrics.tpot, id="hist-tpot")
-        yield Histogram("E2E", lambda: self.runner.sim.metrics.e2e, id="hist-e2e")
+        yield self.stats
+        yield from self.histograms
 
     def tick(self) -> None:
-        self.query_one(StatsLine).show(self.runner.sim)
-        for h in self.query(Histogram):
+        if not self.stats.is_mounted:
+            return  # the next frame or command draws it
+        self.stats.show(self.runner.sim)
+        for h in self.histograms:
             h.tick()
 
     def rebind(self) -> None:
-        for h in self.query(Histogram):
+        for h in self.histograms:
             h._key = None
         self.tick()
