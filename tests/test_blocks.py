@@ -130,3 +130,44 @@ def test_eviction_count_and_reset():
     pool.reset()
     assert pool.free_count == 2 and not pool.cached
     pool.check()
+
+
+def _pool_state(pool: BlockPool) -> tuple:
+    return (list(pool.ref), list(pool.key), list(pool.owner), dict(pool.cached), list(pool.free_queue), pool.evicted_total)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_block_fast_paths_match_the_general_ones(seed):
+    """`allocate_one` and the one-block `cache_full_blocks` (the decode path) leave the pool and
+    the event stream exactly as `allocate(1)` and the general registration do, through
+    evictions, duplicate keys and cache hits."""
+    import random
+
+    rng = random.Random(seed)
+    (fast, fast_rec), (slow, slow_rec) = make(12, 4), make(12, 4)
+    held: list[list[int]] = []  # per live request, its blocks (same ids in both pools)
+    for step in range(400):
+        op = rng.random()
+        if op < 0.5 and fast.free_count:
+            keys = tuple(rng.randrange(6) * 100 + i for i in range(3))  # few distinct chains: reuse and duplicates
+            hit = fast.lookup(keys, 2)
+            assert hit == slow.lookup(keys, 2)
+            fast.touch(hit)
+            slow.touch(hit)
+            blocks = list(hit)
+            for i in range(len(hit), 3):
+                if not fast.free_count:
+                    break
+                blocks.append(fast.allocate_one("g", f"r{step}"))
+                assert slow.allocate(1, "g", f"r{step}") == blocks[-1:]
+                fast.cache_full_blocks(blocks, keys, i, i + 1, f"r{step}", "g")
+                slow._cache_general(blocks, keys, i, i + 1, f"r{step}", "g")
+            held.append(blocks)
+        elif held:
+            blocks = held.pop(rng.randrange(len(held)))
+            fast.free(blocks)
+            slow.free(blocks)
+        assert _pool_state(fast) == _pool_state(slow)
+    assert fast_rec.stored == slow_rec.stored and fast_rec.evicted == slow_rec.evicted
+    assert fast_rec.evicted and fast_rec.stored  # the case covered evictions and registrations
+    fast.check()

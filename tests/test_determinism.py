@@ -5,8 +5,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
+from kvtui.events import BlocksEvicted, BlocksStored
 from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
+from kvtui.sim.result import result_document
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -65,3 +69,33 @@ def test_policies_see_the_same_sessions():
         starts.append(seen)
     assert starts[0] == starts[1] == starts[2]
     assert len(starts[0]) > 50
+
+
+@pytest.mark.parametrize(
+    "name, sets",
+    [
+        ("pressure.yaml", []),
+        ("offload.yaml", []),  # CPU-tier KV events
+        ("pressure.yaml", ["router.index.delay_ms=3"]),  # the index hears KV events late
+        ("crash-recovery.yaml", []),  # the control plane is the KV sink, and crashes
+        ("mooncake.yaml", []),
+    ],
+)
+def test_the_bus_direct_path_gives_the_same_run(name, sets):
+    """Headless, KV events skip their event objects (Bus.direct); a listener without a direct
+    handler turns that off. Both ways must give the same run, figure for figure."""
+
+    def run(listen: bool) -> tuple[dict, int, bool]:
+        sim = Simulation(load_scenario(SCENARIOS / name, sets))
+        if listen:
+            sim.subscribe(lambda ev: None, (BlocksStored, BlocksEvicted))
+        sim.run()
+        direct = sim.bus.direct(BlocksStored) is not None and sim.bus.direct(BlocksEvicted) is not None
+        doc = result_document(sim, 0.0)
+        sim.close()
+        return doc, sim.bus.seq, direct
+
+    fast, heard = run(False), run(True)
+    assert fast[2] and not heard[2]  # the two runs took the two paths
+    assert fast[:2] == heard[:2]
+    assert fast[0]["requests"]["completed"] > 0

@@ -212,6 +212,33 @@ class BlockPool:
             ref[b] += 1
         self.version += 1
 
+    def allocate_one(self, group: str, for_request: str) -> int:
+        """`allocate(1, ...)[0]`, the decode path's case (a request crossing into a new block):
+        the same rule and the same order of effects, without the lists."""
+        fq = self.free_queue
+        evicted = None
+        if fq.fresh < fq.num_blocks:
+            b = fq.fresh
+            fq.fresh += 1
+        else:
+            if not fq._recycled:
+                raise OutOfBlocks(f"{self.node}: asked for 1 block, 0 free")
+            b = fq.pop_front(1)[1][0]
+            k = self.key[b]
+            if k is not None:
+                self.key[b] = None
+                if self.cached.get(k) == b:
+                    del self.cached[k]
+                    evicted = k, self.owner[b]
+        self.ref[b] = 1
+        self.owner[b] = group
+        self.version += 1
+        if evicted is not None:
+            self.evicted_total += 1
+            if self.on_evicted is not None:
+                self.on_evicted((evicted[0],), (evicted[1],), for_request)
+        return b
+
     def allocate(self, n: int, group: str, for_request: str) -> list[int]:
         """Take `n` blocks from the front of the free queue, evicting the keys they held."""
         if n > len(self.free_queue):
@@ -245,6 +272,21 @@ class BlockPool:
         """Register blocks[start:end] (now full) under keys[start:end]."""
         if end <= start:
             return
+        if end - start == 1:  # the decode path's case: one block filled up
+            b, k = blocks[start], keys[start]
+            if self.key[b] is None and k not in self.cached:
+                self.key[b] = k
+                self.cached[k] = b
+                self.version += 1
+                if self.on_stored is not None:
+                    self.on_stored(request, group, (k,), keys[start - 1] if start > 0 else None, start)
+            return
+        self._cache_general(blocks, keys, start, end, request, group)
+
+    def _cache_general(
+        self, blocks: list[int], keys: tuple[int, ...], start: int, end: int, request: str, group: str
+    ) -> None:
+        """`cache_full_blocks` for any number of blocks (prefill chunks, CPU-tier loads)."""
         key, cached = self.key, self.cached
         new_blocks, new_keys = blocks[start:end], keys[start:end]
         if (

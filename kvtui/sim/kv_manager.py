@@ -153,7 +153,10 @@ class KVCacheManager:
         return self.blocks_for(tokens) - len(req.blocks)
 
     def grow(self, req: "Request", blocks: int) -> None:
-        req.blocks.extend(self.pool.allocate(blocks, req.group, req.id))
+        if blocks == 1:
+            req.blocks.append(self.pool.allocate_one(req.group, req.id))
+        else:
+            req.blocks.extend(self.pool.allocate(blocks, req.group, req.id))
 
     def cache(self, req: "Request", before: int, after: int) -> None:
         """Blocks [before, after) of the request are now full: register them."""

@@ -211,10 +211,7 @@ class Metrics:
         elif isinstance(ev, RequestArrived):
             self.arrived += 1
         elif isinstance(ev, BlocksEvicted):
-            if ev.medium != "gpu":
-                return  # the CPU tiers count their own (see the result's `offload`)
-            self.evicted_blocks += len(ev.keys)
-            self.evicted_by_node[ev.node] = self.evicted_by_node.get(ev.node, 0) + len(ev.keys)
+            self.evicted(ev.node, ev.keys, ev.groups, ev.for_request, ev.medium)
         elif isinstance(ev, RequestRejected):
             self.rejected += 1
             cls = rejection_class(ev.reason)
@@ -226,6 +223,13 @@ class Metrics:
         elif isinstance(ev, NodeDown):
             self.failed += len(ev.failed)
             self.rerouted += len(ev.rerouted)
+
+    def evicted(self, node: str, keys, _groups, _for_request, medium: str) -> None:
+        """A BlocksEvicted, from the event or from the bus's direct path (its fields)."""
+        if medium != "gpu":
+            return  # the CPU tiers count their own (see the result's `offload`)
+        self.evicted_blocks += len(keys)
+        self.evicted_by_node[node] = self.evicted_by_node.get(node, 0) + len(keys)
 
     # ------------------------------------------------------------------ derived figures
     @property

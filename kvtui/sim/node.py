@@ -195,19 +195,31 @@ class Node:
 
     # ------------------------------------------------------------------ KV events
     def _stored(self, request: str, group: str, keys: tuple[int, ...], parent: int | None, first: int, medium: str) -> None:
-        self.bus.emit(
-            BlocksStored,
-            node=self.name,
-            request=request,
-            group=group,
-            keys=keys,
-            parent_key=parent,
-            first_index=first,
-            medium=medium,
-        )
+        bus = self.bus
+        direct = bus.direct(BlocksStored)
+        if direct is None:
+            bus.emit(
+                BlocksStored,
+                node=self.name,
+                request=request,
+                group=group,
+                keys=keys,
+                parent_key=parent,
+                first_index=first,
+                medium=medium,
+            )
+        else:  # every listener takes the fields (see Bus.direct): no event object
+            bus.seq += 1
+            direct(self.name, request, group, keys, parent, first, medium)
 
     def _evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str, medium: str) -> None:
-        self.bus.emit(BlocksEvicted, node=self.name, keys=keys, groups=groups, for_request=for_request, medium=medium)
+        bus = self.bus
+        direct = bus.direct(BlocksEvicted)
+        if direct is None:
+            bus.emit(BlocksEvicted, node=self.name, keys=keys, groups=groups, for_request=for_request, medium=medium)
+        else:
+            bus.seq += 1
+            direct(self.name, keys, groups, for_request, medium)
 
     # ------------------------------------------------------------------ the loop
     def _loop(self):
@@ -261,6 +273,7 @@ class Node:
         plan = _Plan()
         preempted = False
         running = self.running
+        bs = self.block_size
 
         # 1. running requests, oldest first
         i = 0
@@ -271,7 +284,7 @@ class Node:
             if n <= 0 or budget <= 0:
                 i += 1
                 continue
-            need = kv.grow_need(req, req.computed + n)
+            need = -(-(req.computed + n) // bs) - len(req.blocks)  # kv.grow_need, inlined: every request, every iteration
             if need > 0:
                 preempted_self = False
                 while need > kv.free_count:

@@ -79,7 +79,8 @@ class Router:
         if cfg.index.mode == "approximate":
             cap = cfg.index.approx_blocks_per_node
             self.approx = ApproxIndex({n.name: cap or n.pool.num_blocks for n in self.nodes})
-        self.kv_sink: Callable[[Event], None] = self.index.on_event
+        self._index_sink = self.index.on_event
+        self.kv_sink: Callable[[Event], None] = self._index_sink  # the control plane puts itself here
         self.sessions: dict[str, str] = self.ctx.sessions  # type: ignore[assignment]
         self.session_sink: Callable[[str, str], None] | None = None
 
@@ -89,7 +90,7 @@ class Router:
         self.held: list[Request] = []
         self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0}
 
-        bus.listen(self._on_kv_event, KV_EVENTS)
+        bus.listen(self._on_kv_event, KV_EVENTS, {BlocksStored: self._stored, BlocksEvicted: self._evicted})
         bus.listen(self._on_node_down, (NodeDown,))
         if self.policy.EVENT_TYPES:
             bus.listen(self.policy.on_event, self.policy.EVENT_TYPES)
@@ -102,6 +103,20 @@ class Router:
             return
         timer = self.env.timeout(self.delay)
         timer.callbacks.append(lambda _t, e=ev: self.kv_sink(e))
+
+    def _stored(self, node: str, request: str, group: str, keys, parent: int | None, first: int, medium: str) -> None:
+        """BlocksStored by the bus's direct path: straight into the index when it is the sink
+        and nothing delays it, else as the event object (numbered as the bus numbered it)."""
+        if self.kv_sink is self._index_sink and self.delay <= 0:
+            self.index.add(node, keys, medium)
+        else:
+            self._on_kv_event(BlocksStored(self.bus.seq, self.env.now, node, request, group, keys, parent, first, medium))
+
+    def _evicted(self, node: str, keys, groups, for_request: str, medium: str) -> None:
+        if self.kv_sink is self._index_sink and self.delay <= 0:
+            self.index.remove(node, keys, medium)
+        else:
+            self._on_kv_event(BlocksEvicted(self.bus.seq, self.env.now, node, keys, groups, for_request, medium))
 
     def _on_node_down(self, ev: NodeDown) -> None:
         if self.approx is not None:
