@@ -54,18 +54,19 @@ class FreeQueue:
     took ~90 bytes a recycled block, most of a 64-node cluster's memory).
     """
 
-    __slots__ = ("num_blocks", "fresh", "_next", "_prev", "_head", "_tail", "_recycled")
+    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_head", "_tail", "_recycled")
 
     def __init__(self, num_blocks: int):
         self.num_blocks = num_blocks
         self.fresh = 0  # blocks [fresh, num_blocks) were never allocated: the queue's front
+        self.size = num_blocks  # len(self), kept as a plain attribute: every routing snapshot of every node reads it
         self._next = array("i", [_OUT]) * num_blocks
         self._prev = array("i", [_OUT]) * num_blocks
         self._head = self._tail = _END
         self._recycled = 0
 
     def __len__(self) -> int:
-        return self.num_blocks - self.fresh + self._recycled
+        return self.size
 
     def __iter__(self):
         yield from range(self.fresh, self.num_blocks)
@@ -82,6 +83,7 @@ class FreeQueue:
         take = min(n, self.num_blocks - self.fresh)
         fresh = list(range(self.fresh, self.fresh + take))
         self.fresh += take
+        self.size -= take
         m = n - take
         recycled: list[int] = []
         if m:
@@ -98,7 +100,16 @@ class FreeQueue:
             else:
                 prv[b] = _END
             self._recycled -= m
+            self.size -= m
         return fresh, recycled
+
+    def pop_one(self) -> tuple[int, bool]:
+        """`pop_front(1)` for the decode path: (the block, whether it was a recycled one)."""
+        if self.fresh < self.num_blocks:
+            self.fresh += 1
+            self.size -= 1
+            return self.fresh - 1, False
+        return self.pop_front(1)[1][0], True
 
     def remove(self, block: int) -> None:
         """A cache hit on an idle block (it holds a key, so it is a recycled one)."""
@@ -114,6 +125,7 @@ class FreeQueue:
             prv[after] = before
         nxt[block] = prv[block] = _OUT
         self._recycled -= 1
+        self.size -= 1
 
     def extend(self, blocks: list[int]) -> None:
         """Append freed blocks at the back, in the given order."""
@@ -130,6 +142,7 @@ class FreeQueue:
             nxt[tail] = _END
             self._tail = tail
             self._recycled += len(blocks)
+            self.size += len(blocks)
 
 
 class BlockPool:
@@ -217,13 +230,10 @@ class BlockPool:
         the same rule and the same order of effects, without the lists."""
         fq = self.free_queue
         evicted = None
-        if fq.fresh < fq.num_blocks:
-            b = fq.fresh
-            fq.fresh += 1
-        else:
-            if not fq._recycled:
-                raise OutOfBlocks(f"{self.node}: asked for 1 block, 0 free")
-            b = fq.pop_front(1)[1][0]
+        if not fq.size:
+            raise OutOfBlocks(f"{self.node}: asked for 1 block, 0 free")
+        b, recycled = fq.pop_one()
+        if recycled:
             k = self.key[b]
             if k is not None:
                 self.key[b] = None
@@ -350,6 +360,8 @@ class BlockPool:
     def check(self) -> None:
         """Raise AssertionError if an invariant is broken (used by the property tests)."""
         assert all(r >= 0 for r in self.ref), "negative reference count"
+        fq = self.free_queue
+        assert fq.size == fq.num_blocks - fq.fresh + fq._recycled == sum(1 for _ in fq), "free queue size is off"
         in_use = sum(1 for r in self.ref if r > 0)
         assert in_use + len(self.free_queue) == self.num_blocks, "used + free != total"
         assert all(self.ref[b] == 0 for b in self.free_queue), "a referenced block is in the free queue"

@@ -174,7 +174,7 @@ class Simulation:
         node.come_up()
         self.bus.emit(NodeUp, node=name, kv_blocks=node.pool.num_blocks)
         for group, keys in node.pins:
-            blocks = node.pool.pin(keys, group)
+            blocks = node.kv.pin(keys, group)
             self.bus.emit(PrefixPinned, node=name, group=group, blocks=blocks)
 
     def crash_control_plane(self) -> bool:

@@ -52,7 +52,7 @@ class OffloadSpec:
 
 
 class KVCacheManager:
-    __slots__ = ("pool", "cpu", "block_size", "recompute_full_hit", "_emit_evicted")
+    __slots__ = ("pool", "cpu", "block_size", "recompute_full_hit", "capacity", "_emit_evicted")
 
     def __init__(
         self,
@@ -74,6 +74,7 @@ class KVCacheManager:
             partial(emit_stored, medium="gpu"),  # a C-level call: once per block boundary
             self._gpu_evicted,
         )
+        self.capacity = num_blocks  # blocks a request may ever hold: all but the pinned ones (read per node per decision)
         self.cpu: CpuTier | None = None
         if offload is not None:
             self.cpu = CpuTier(
@@ -89,10 +90,6 @@ class KVCacheManager:
     def free_count(self) -> int:
         return len(self.pool.free_queue)
 
-    @property
-    def capacity(self) -> int:
-        """Blocks a request may ever hold: all but the pinned ones."""
-        return self.pool.num_blocks - len(self.pool.pinned)
 
     @property
     def version(self) -> int:
@@ -171,11 +168,14 @@ class KVCacheManager:
     # ---------------------------------------------------------------- node life
     def reset(self) -> None:
         self.pool.reset()
+        self.capacity = self.pool.num_blocks
         if self.cpu is not None:
             self.cpu.reset()
 
     def pin(self, keys: list[int], group: str) -> int:
-        return self.pool.pin(keys, group)
+        held = self.pool.pin(keys, group)
+        self.capacity = self.pool.num_blocks - len(self.pool.pinned)
+        return held
 
     def _gpu_evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str) -> None:
         self._emit_evicted(keys, groups, for_request, "gpu")

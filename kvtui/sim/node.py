@@ -128,9 +128,12 @@ class Node:
     # ------------------------------------------------------------------ admission
     def admission_problem(self, req: Request) -> str | None:
         """Why this node would refuse `req` now, or None if it would queue it."""
+        # Asked for every node at every decision (the part of routing that grows with the
+        # cluster): plain arithmetic and attributes, no calls on the way to None.
         if not self.up:
             return f"{self.name} is down"
-        need = -(-max(1, req.prompt_tokens + req.output_tokens - 1) // self.block_size)  # blocks_for, inlined: per node per decision
+        longest = req.prompt_tokens + req.output_tokens - 1
+        need = -(-longest // self.block_size) or 1  # blocks_for(max(1, longest)), inlined
         capacity = self.kv.capacity
         if need > capacity:
             return (
@@ -141,7 +144,6 @@ class Node:
         # Without chunked prefill a request (re)computes its whole sequence in one iteration,
         # and after a recompute preemption that includes its output so far: vLLM requires
         # max_model_len <= max_num_batched_tokens in that mode for the same reason.
-        longest = req.prompt_tokens + req.output_tokens - 1
         if not spec.chunked_prefill and longest > spec.max_num_batched_tokens:
             return (
                 f"{req.prompt_tokens}+{req.output_tokens} tokens exceed max_num_batched_tokens "

@@ -200,18 +200,23 @@ class Router:
         prefill = self.policy.READS_PREFILL_TOKENS
         out = []
         # One snapshot per node per decision: this loop is the part of a request's cost that
-        # grows with the cluster, hence the plain locals and positional fields.
+        # grows with the cluster, hence the plain locals, positional fields, and no arithmetic
+        # for the nodes the index does not credit (most of them, for most prompts).
         for node in self.nodes:
             name = node.name
-            m = used.get(name, none) if node.up else none
+            m = used.get(name) if node.up else None
+            if m is None:
+                prefix, score = 0, 0.0
+            else:
+                prefix, score = m.consecutive, (min(1.0, m.weighted / total) if total else 0.0)
             pool = node.pool
-            free = len(pool.free_queue)
+            free = pool.free_queue.size
             out.append(
                 NodeState(
                     name,
                     node.admission_problem(req),
-                    m.consecutive,
-                    min(1.0, m.weighted / total) if total else 0.0,
+                    prefix,
+                    score,
                     total,
                     len(node.running),
                     len(node.waiting),

@@ -110,12 +110,17 @@ class Decision:
         return f"Decision(node={self.node!r}, reason={self.reason!r}, margin={self.margin!r})"
 
 
+Scores = dict[str, float] | Callable[[], dict[str, float]]
+
+
 def build_candidates(
     states: Sequence[NodeState],
-    scores: dict[str, float],
+    scores: Scores,
     extra: Callable[[NodeState], Features] | None = None,
 ) -> tuple[Candidate, ...]:
     """Every node as a candidate: its features (the base ones, then the policy's), its score."""
+    if callable(scores):
+        scores = scores()
     out = []
     for s in states:
         feats = s.base_features() + (extra(s) if extra is not None and s.eligible else ())
@@ -133,12 +138,13 @@ def build_candidates(
 
 def candidates(
     states: Sequence[NodeState],
-    scores: dict[str, float],
+    scores: Scores,
     extra: Callable[[NodeState], Features] | None = None,
 ) -> Callable[[], tuple[Candidate, ...]]:
     """The candidate list of a decision, to be built when read (`Decision.candidates`).
     `scores` and what `extra` reads must not change after the decision (policies build them
-    per decision)."""
+    per decision); `scores` may be a function that builds the dict, so that a decision nobody
+    reads costs no per-node dict."""
     return partial(build_candidates, states, scores, extra)
 
 
@@ -151,14 +157,17 @@ def pick_best(
     the key's first component (0 when tied or alone); tied is how many shared the top key.
     The RNG is drawn only when there is a tie, so policies that never tie draw nothing.
     """
-    keyed = [(key(s), s) for s in ok]
-    best = max(k for k, _ in keyed)
-    top = [s for k, s in keyed if k == best]
-    pick = top[0] if len(top) == 1 else top[int(rng.integers(len(top)))]
-    first = (lambda k: k[0]) if isinstance(best, tuple) else (lambda k: k)
-    others = [first(k) for k, s in keyed if s is not pick]
-    margin = float(first(best) - max(others)) if others else 0.0
-    return pick, margin, len(top)
+    keys = list(map(key, ok))  # per node per decision: C-level passes where they can be
+    best = max(keys)
+    tied = keys.count(best)
+    if tied == 1:
+        i = keys.index(best)
+    else:
+        i = [j for j, k in enumerate(keys) if k == best][int(rng.integers(tied))]
+    if len(keys) == 1:
+        return ok[i], 0.0, 1
+    firsts = [k[0] for k in keys] if isinstance(best, tuple) else keys
+    return ok[i], float(firsts[i] - max(firsts[:i] + firsts[i + 1 :])), tied
 
 
 def least_loaded(ok: Sequence[NodeState], rng: np.random.Generator) -> tuple[NodeState, float, int]:
