@@ -358,6 +358,27 @@ def test_palette_reopened_while_the_last_one_is_being_removed(make):
     run(go())
 
 
+def test_goto_answered_twice_in_one_frame_closes_once(make):
+    """g then Enter, Enter (or Escape, Escape) before the first dismiss lands: the second answer
+    reaches the closing screen and must not pop the screen under it (ScreenStackError)."""
+    from kvtui.tui.screens.goto import GotoScreen
+
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press("g")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, GotoScreen)
+            screen.action_cancel()
+            screen.action_cancel()  # still current: the first dismiss has not run yet
+            await pilot.pause()
+            assert not isinstance(app.screen, GotoScreen) and len(app.screen_stack) == 1
+            assert app.is_running
+
+    run(go())
+
+
 def test_palette_has_every_command(make):
     async def go():
         app = make()

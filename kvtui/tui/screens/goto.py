@@ -33,8 +33,19 @@ class GotoScreen(ModalScreen[str | None]):
             )
             yield Input(placeholder="12.5 or #500", id="goto-input")
 
+    _done = False
+
     def on_input_submitted(self, message: Input.Submitted) -> None:
-        self.dismiss(message.value)
+        self._finish(message.value)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self._finish(None)
+
+    def _finish(self, value: str | None) -> None:
+        # Once: a second Enter or Escape queued before the first dismiss took effect is still
+        # delivered to this screen, and a second dismiss pops the screen under it (Textual's
+        # ScreenStackError, found by the 20,000-key campaign: g, Enter, Enter within a frame).
+        if self._done or not self.is_current:
+            return
+        self._done = True
+        self.dismiss(value)
