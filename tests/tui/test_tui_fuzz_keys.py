@@ -18,6 +18,7 @@ import asyncio
 import os
 import random
 import sys
+import traceback
 import zlib
 from pathlib import Path
 
@@ -104,6 +105,9 @@ def test_random_keys(make, tmp_path, monkeypatch, mix, fast, size, fps):
                 tally.counts["keys"] += KEYS_PER_SEQUENCE
                 tally.add(f"crash:{type(e).__name__}")
                 races.append(e)
+                if SCALE > 1:  # a campaign: show every race with its sequence, not only the first
+                    print(f"sequence {n} (seed {seed}):", file=sys.stderr)
+                    traceback.print_exception(e, file=sys.stderr)
     finally:
         tally.write()
     if races:

@@ -85,77 +85,82 @@ class ZoomScreen(Screen[None]):
         self.node = node
         self.cell = 0
         self._info = None
+        # Held, not queried: Textual dispatches a pushed screen's bindings, and the app ticks
+        # and restarts it, before compose's widgets are mounted (and while they are removed at
+        # dismiss). Every entry point checks `ready` instead of querying (the
+        # 20,000-key campaigns found NoMatches at each query in turn: `]`, then `R` after `z`).
+        self.block_map = BlockMap(runner, only=node, id="zoom-map")
+        self.info_line = Static("", id="zoom-info", markup=False)
+        self.block_panel = Static("", id="zoom-block", markup=False)
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="zoom-status")
         yield Legend(self.runner, id="zoom-legend")
-        yield Static("", id="zoom-info", markup=False)
-        yield BlockMap(self.runner, only=self.node, id="zoom-map")
-        yield Static("", id="zoom-block", markup=False)
+        yield self.info_line
+        yield self.block_map
+        yield self.block_panel
         yield Footer()
 
+    @property
+    def ready(self) -> bool:
+        """The block map is mounted (and not removed): the screen can draw and act."""
+        m = self.block_map
+        return m.is_mounted and m.is_attached
+
     def on_mount(self) -> None:
-        m = self.query_one(BlockMap)
+        m = self.block_map
         m.selected = self.node
         m.cursor = self.cell
         self.refresh_bindings()
         self.tick()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Every action but Back needs the block map. Textual (8.x) dispatches a screen's
-        bindings as soon as the screen is pushed, before its children are mounted (and while
-        they are removed at dismiss), so a fast key can arrive with no map to act on; such a
-        key is ignored here rather than raising NoMatches (found by the 20,000-key campaign:
-        `z` then `]` within one frame while playing)."""
+        """Every action but Back needs the block map mounted (see __init__): a key that comes
+        before it is ignored."""
         if action == "app.pop_screen" or action == "pop_screen":
             return True
-        return bool(self.is_mounted and self.query(BlockMap))
+        return self.ready
 
     def tick(self) -> None:
-        """Redraw from the engine's views; safe to call before the screen is mounted (the app's
-        frame may tick it between push_screen and compose)."""
-        if not self.is_mounted:
+        """Redraw from the engine's views (nothing before the map is mounted)."""
+        if not self.ready:
             return
-        maps = list(self.query(BlockMap))
-        if not maps:
-            return
-        maps[0].tick()
+        self.block_map.tick()
         nv = self.runner.view().node(self.node)
         if nv is None:
             return
-        info = self.query_one("#zoom-info", Static)
         if nv.version != self._info:
             self._info = nv.version
-            info.update(owner_breakdown(nv))
+            self.info_line.update(owner_breakdown(nv))
         self._show_block()
 
     def _show_block(self) -> None:
-        k, _ = self.query_one(BlockMap).cell_scale()
+        k, _ = self.block_map.cell_scale()
         b = self.runner.drive.block(self.node, self.cell * k)
-        self.query_one("#zoom-block", Static).update(block_text(b, k))
+        self.block_panel.update(block_text(b, k))
 
     def rebind(self) -> None:
-        if not self.is_mounted:
+        if not self.ready:
             return
-        self.query_one(BlockMap).rebind()
+        self.block_map.rebind()
         self._info = None
         self.tick()
 
     # ------------------------------------------------------------------ the cursor
     def _cells(self) -> int:
         nv = self.runner.view().node(self.node)
-        k, _ = self.query_one(BlockMap).cell_scale()
+        k, _ = self.block_map.cell_scale()
         return -(-nv.num_blocks // k) if nv is not None else 1
 
     def set_cell(self, cell: int) -> None:
         self.cell = max(0, min(self._cells() - 1, cell))
-        m = self.query_one(BlockMap)
+        m = self.block_map
         m.cursor = self.cell
         m.refresh()
         self._show_block()
 
     def action_move(self, dx: int, dy: int) -> None:
-        _, per_row = self.query_one(BlockMap).cell_scale()
+        _, per_row = self.block_map.cell_scale()
         self.set_cell(self.cell + dx + dy * per_row)
 
     def on_block_map_cell_clicked(self, message: BlockMap.CellClicked) -> None:
@@ -166,7 +171,7 @@ class ZoomScreen(Screen[None]):
         message.stop()  # the main screen's double-click-to-zoom does not apply here
 
     def action_life(self) -> None:
-        k, _ = self.query_one(BlockMap).cell_scale()
+        k, _ = self.block_map.cell_scale()
         b = self.runner.drive.block(self.node, self.cell * k)
         req = None
         if b is not None:
@@ -181,11 +186,12 @@ class ZoomScreen(Screen[None]):
         self.node = name
         self.cell = 0
         self._info = None
-        m = self.query_one(BlockMap)
+        m = self.block_map
         m.only = name
         m.selected = name
         m.cursor = 0
-        m.rebind()
+        if self.ready:
+            m.rebind()
         select = getattr(self.app, "_select", None)
         if select is not None:
             select(name)  # the main screen's selection follows what is shown
