@@ -110,7 +110,9 @@ def main() -> int:
             name = case[0]
             new[name] = per_request(ROOT, case, pool, a.scale)
             line = f"{name:34s} new {new[name] / 1e6:7.3f} M instructions/request"
-            if old_tree is not None:
+            if old_tree is not None and not (old_tree / case[1]).exists():
+                line += f"   old: {case[1]} does not exist at {a.base}"
+            elif old_tree is not None:
                 old = per_request(old_tree, case, pool, a.scale)
                 line += f"   old {old / 1e6:7.3f}   new / old {new[name] / old:5.2f}"
             print(line, flush=True)
