@@ -333,3 +333,26 @@ def test_engine_run_accounts_for_every_arrival_and_repeats(policy):
     assert arrived > 100 and completed > 0
     assert arrived == completed + rejected + failed + in_flight
     assert a == run(policy)
+
+
+@pytest.mark.parametrize("name, sets", [("mooncake.yaml", ["workload.trace.limit=150"]), ("workload-b-small.yaml", ["router.policy=dynamo"])])
+def test_dynamo_new_block_bisection_equals_counting(name, sets, monkeypatch):
+    """`ActiveSequences.new_blocks` bisects, relying on chained keys (the prompt blocks found
+    among the active ones are a leading run). On real workloads (trace keys, synthetic chains
+    with shared prefixes) it must give Dynamo's count, block by block."""
+    from kvtui.sim.router.dynamo import ActiveSequences
+
+    bisect = ActiveSequences.new_blocks
+    calls = []
+
+    def checked(self, keys):
+        got = bisect(self, keys)
+        counted = len(keys) - sum(k in self.refs for k in keys)
+        calls.append((got == counted, 0 < got < len(keys)))
+        return got
+
+    monkeypatch.setattr(ActiveSequences, "new_blocks", checked)
+    sim = Simulation(load_scenario(SCENARIOS / name, sets))
+    sim.run()
+    assert len(calls) > 100 and all(same for same, _ in calls)
+    assert sum(partial for _, partial in calls) > 10  # prompts partly among the active blocks

@@ -166,8 +166,9 @@ def pick_best(
         i = [j for j, k in enumerate(keys) if k == best][int(rng.integers(tied))]
     if len(keys) == 1:
         return ok[i], 0.0, 1
-    firsts = [k[0] for k in keys] if isinstance(best, tuple) else keys
-    return ok[i], float(firsts[i] - max(firsts[:i] + firsts[i + 1 :])), tied
+    tuples = isinstance(best, tuple)
+    firsts = [k[0] for k in keys] if tuples else keys
+    return ok[i], float((best[0] if tuples else best) - max(firsts[:i] + firsts[i + 1 :])), tied
 
 
 def least_loaded(ok: Sequence[NodeState], rng: np.random.Generator) -> tuple[NodeState, float, int]:
