@@ -197,31 +197,10 @@ class Node:
 
     # ------------------------------------------------------------------ KV events
     def _stored(self, request: str, group: str, keys: tuple[int, ...], parent: int | None, first: int, medium: str) -> None:
-        bus = self.bus
-        direct = bus.direct(BlocksStored)
-        if direct is None:
-            bus.emit(
-                BlocksStored,
-                node=self.name,
-                request=request,
-                group=group,
-                keys=keys,
-                parent_key=parent,
-                first_index=first,
-                medium=medium,
-            )
-        else:  # every listener takes the fields (see Bus.direct): no event object
-            bus.seq += 1
-            direct(self.name, request, group, keys, parent, first, medium)
+        self.bus.publish(BlocksStored, self.name, request, group, keys, parent, first, medium)
 
     def _evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str, medium: str) -> None:
-        bus = self.bus
-        direct = bus.direct(BlocksEvicted)
-        if direct is None:
-            bus.emit(BlocksEvicted, node=self.name, keys=keys, groups=groups, for_request=for_request, medium=medium)
-        else:
-            bus.seq += 1
-            direct(self.name, keys, groups, for_request, medium)
+        self.bus.publish(BlocksEvicted, self.name, keys, groups, for_request, medium)
 
     # ------------------------------------------------------------------ the loop
     def _loop(self):
