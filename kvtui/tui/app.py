@@ -570,12 +570,10 @@ class KvtuiApp(App[None]):
             self._arrange_overview()
 
     def action_select_node(self, delta: int) -> None:
-        names = self.runner.node_names()
-        if not names:
-            return
-        i = names.index(self.selected_node) if self.selected_node in names else 0
-        self._select(names[(i + delta) % len(names)])
-        self._after_command()
+        name = self.runner.neighbour(self.selected_node, delta)
+        if name is not None:
+            self._select(name)
+            self._after_command()
 
     def action_toggle_node(self) -> None:
         if self.selected_node is not None:

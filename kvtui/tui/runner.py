@@ -206,6 +206,15 @@ class Runner:
     def node_names(self) -> list[str]:
         return [n.name for n in self.sim.nodes]
 
+    def neighbour(self, name: str | None, delta: int) -> str | None:
+        """The node `delta` places after `name` in cluster order, wrapping (from the first when
+        `name` is not a node); None for an empty cluster. `[`/`]` on both screens."""
+        names = self.node_names()
+        if not names:
+            return None
+        i = names.index(name) if name in names else 0
+        return names[(i + delta) % len(names)]
+
     def node_up(self, name: str) -> bool:
         node = self.sim.node_by_name.get(name)
         return bool(node is not None and node.up)

@@ -198,11 +198,9 @@ class ZoomScreen(Screen[None]):
         self.tick()
 
     def action_other_node(self, delta: int) -> None:
-        names = self.runner.node_names()
-        if not names:
-            return
-        i = names.index(self.node) if self.node in names else 0
-        self.show_node(names[(i + delta) % len(names)])
+        name = self.runner.neighbour(self.node, delta)
+        if name is not None:
+            self.show_node(name)
 
     def action_toggle_shown(self) -> None:
         self.app.toggle_node(self.node)
