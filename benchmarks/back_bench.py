@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kvtui.scenario import load_scenario  # noqa: E402
-from kvtui.sim.drive import FOLDABLE, Drive  # noqa: E402
+from kvtui.run.drive import FOLDABLE, Drive  # noqa: E402
 
 TARGET_S = 0.5
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kvtui.scenario import load_scenario  # noqa: E402
-from kvtui.sim.engine import Simulation  # noqa: E402
+from kvtui.run import run_to_end  # noqa: E402
 
 TOLERANCE = 0.01
 
@@ -36,7 +36,6 @@ def scenario_paths() -> list[Path]:
 
 def figures(path: Path) -> dict:
     """Run one scenario to its end; its key figures and event digest."""
-    sim = Simulation(load_scenario(path))
     h = hashlib.sha256()
     count = 0
 
@@ -45,12 +44,8 @@ def figures(path: Path) -> dict:
         count += 1
         h.update(repr(ev).encode())
 
-    sim.subscribe(feed)
     t0 = time.perf_counter()
-    try:
-        sim.run()
-    finally:
-        sim.close()
+    sim = run_to_end(load_scenario(path), on_event=feed).simulation
     wall = time.perf_counter() - t0
     m = sim.metrics
     lat = m.latency_ms()

@@ -5,7 +5,7 @@ Run:  python benchmarks/tui_bench.py [--scenario scenarios/big-cluster.yaml] [--
 Everything is reported as a ratio against a baseline measured in the same run on this machine
 (never as an absolute limit):
 
-- step time: the app's `Runner` advancing the simulation event by event (what play mode and
+- step time: the app's `Run` advancing the simulation event by event (what play mode and
   the single-step key do) against a plain `sim.run_until(t)` over the same sim time, with no
   screen at all. The ratio is the price of stepping one event at a time plus the app's
   listener.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from kvtui.scenario import load_scenario  # noqa: E402
 from kvtui.sim.engine import Simulation  # noqa: E402
 from kvtui.tui.app import FPS, FRAME_BUDGET_S, make_app  # noqa: E402
-from kvtui.tui.runner import Runner  # noqa: E402
+from kvtui.run import Run  # noqa: E402
 
 TARGET_KEY_MS = 100.0
 SPEED = 50.0  # sim seconds per wall second asked for (more than the engine can give: budget-bound)
@@ -52,14 +52,14 @@ def bench_step(scenario, sim_seconds: float) -> dict:
     sim.run_until(sim_seconds)
     base = time.perf_counter() - t0
     events = sim.bus.seq
-    # the app's way: one event at a time through the Runner (listener included)
-    runner = Runner(scenario)
+    # the app's way: one event at a time through the Run (listener included)
+    runner = Run(scenario)
     t0 = time.perf_counter()
     runner.advance(sim_seconds, budget_s=float("inf"))
     stepped = time.perf_counter() - t0
     # step() returns at the next *event*, so it may end a few simpy steps past `sim_seconds`;
     # compare the cost per event.
-    stepped_events = runner.sim.bus.seq
+    stepped_events = runner.position
     return {
         "events": events,
         "baseline_s": base,
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     s = bench_step(scenario, sim_seconds)
     print(f"\nstep time over {sim_seconds:g} sim s ({s['events']:,} events)")
     print(f"  baseline sim.run_until      {s['baseline_s'] * 1000:9.1f} ms  {s['us_per_event_baseline']:7.2f} us/event")
-    print(f"  Runner.advance (app path)   {s['stepped_s'] * 1000:9.1f} ms  {s['us_per_event_stepped']:7.2f} us/event")
+    print(f"  Run.advance (app path)   {s['stepped_s'] * 1000:9.1f} ms  {s['us_per_event_stepped']:7.2f} us/event")
     print(f"  ratio app / baseline        {s['us_per_event_stepped'] / s['us_per_event_baseline']:9.2f} x  (per event)")
 
     period_ms = 1000 / FPS

@@ -1,6 +1,6 @@
 """Headless tables: what `kvtui run` and `kvtui compare` print for design docs.
 
-Everything here reads the result document (kvtui.sim.result), so the printed table and the
+Everything here reads the result document (kvtui.run.result), so the printed table and the
 JSON written beside it always hold the same figures.
 """
 

@@ -10,7 +10,7 @@ import pytest
 from kvtui.events import BlocksEvicted, BlocksStored
 from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
-from kvtui.sim.result import result_document
+from kvtui.run.result import result_document
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from kvtui.events import BatchStepped, BlocksStored, Event, NodeDown
 from kvtui.scenario import load_scenario
-from kvtui.sim.drive import Drive, digest
-from kvtui.sim.view import CACHED, FREE, PINNED, USED
+from kvtui.run.drive import Drive, digest
+from kvtui.views import CACHED, FREE, PINNED, USED
 
 SCENARIO = "tests/tui/scenario.yaml"
 
@@ -44,7 +45,7 @@ def test_back_with_fold_skips_stored_and_batch(scenario):
     d = Drive(scenario)
     for _ in range(300):
         d.step()
-    ev = d.back(fold=("stored", "batch"))
+    ev = d.back(fold=(BlocksStored, BatchStepped))
     assert ev.kind not in ("stored", "batch")
     assert d.position < 300
 
@@ -67,10 +68,13 @@ def test_commands_replay_at_their_moment(scenario):
 
 def test_seek_that_finds_nothing_stays(scenario):
     d = Drive(scenario)
-    ev = d.seek(["node_down"], budget_s=60)
+    ev = d.seek([NodeDown], budget_s=60)
     assert ev.kind == "node_down"
     at, t = d.position, d.now
-    again = d.seek(["no-such-kind"], budget_s=60)
+    class NeverEmitted(Event):
+        pass
+
+    again = d.seek([NeverEmitted], budget_s=60)
     assert again is None and d.position == at and d.now == t and not d.ended
 
 

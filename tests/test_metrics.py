@@ -163,17 +163,21 @@ def test_slos_flow_from_request_to_result_document(tmp_path, monkeypatch):
 
 
 def test_stats_line_leads_with_the_token_hit_rate(tmp_path, monkeypatch):
+    from kvtui.run.drive import Drive
     from kvtui.sim.engine import Simulation
     from kvtui.tui.widgets.stats_line import stats_text
 
+    def to_end(path):
+        drive = Drive(load_scenario(path))
+        drive.advance(float("inf"), float("inf"))
+        return drive
+
     path = tmp_path / "alternating.yaml"
     path.write_text(ALTERNATING)
-    sim, _ = run_once(load_scenario(path))
-    text = stats_text(sim)
+    text = stats_text(to_end(path))
     assert text.startswith("token hits ") and "request hits" in text
     assert "SLO" not in text  # no SLOs set: no attainment shown
 
     submit = Simulation.submit
     monkeypatch.setattr(Simulation, "submit", lambda self, req: (setattr(req, "slo_ttft_s", 1.0), submit(self, req))[1])
-    sim, _ = run_once(load_scenario(path))
-    assert "SLO met 100% (20/20) goodput" in stats_text(sim)
+    assert "SLO met 100% (20/20) goodput" in stats_text(to_end(path))

@@ -8,14 +8,15 @@ import pytest
 
 from kvtui.errors import InputError
 from kvtui.events import BlocksEvicted, BlocksStored, RequestScheduled
-from kvtui.explain import History, explain
+from kvtui.run.facts import SimulationFacts
+from kvtui.run.narrate import History, explain
 from kvtui.scenario import load_scenario
 from kvtui.sim.deployment import node_offload
 from kvtui.sim.engine import Simulation
 from kvtui.sim.kv_manager import KVCacheManager, OffloadSpec
 from kvtui.sim.offload import CpuTier
 from kvtui.sim.request import Request
-from kvtui.sim.result import result_document
+from kvtui.run.result import result_document
 
 
 class Recorder:
@@ -124,11 +125,11 @@ def test_index_sees_the_tier_and_the_why_panel_explains_a_load():
         while (ev := sim.step()) is not None:
             history.on_event(ev)
             if isinstance(ev, RequestScheduled) and ev.loaded_blocks and "load" not in texts:
-                texts["load"] = explain(ev, sim, history)
+                texts["load"] = explain(ev, SimulationFacts(sim), history)
             if isinstance(ev, BlocksStored) and ev.medium == "cpu" and "index" not in texts:
                 texts["index"] = sim.router.index.keys_on(ev.node, "cpu") >= set(ev.keys)
             if isinstance(ev, BlocksEvicted) and ev.medium == "cpu" and "drop" not in texts:
-                texts["drop"] = explain(ev, sim, history)
+                texts["drop"] = explain(ev, SimulationFacts(sim), history)
     finally:
         sim.close()
     assert texts["index"] is True

@@ -24,7 +24,7 @@ __all__ = ["COMMANDS", "main", "run_once", "UsageError"]
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("kvtui.cli.run:main", "run SCENARIO", "headless run: summary table, --json result document"),
     "compare": ("kvtui.cli.compare:main", "compare SCENARIO", "one row per policy (or per --sweep value), same workload"),
-    "record": ("kvtui.tui.record:record_main", "record SCENARIO", "render the app after N steps to an SVG"),
+    "record": ("kvtui.cli.record:main", "record SCENARIO", "render the app after N steps to an SVG"),
     "validate": ("kvtui.cli.validate:main", "validate SCENARIO", "check a scenario file: exit 0, or 2 with every problem"),
     "schema": ("kvtui.cli.validate:schema_main", "schema", "print the JSON Schema of scenario files"),
     "trace": ("kvtui.cli.trace:main", "trace stats FILE", "a trace's shape, reuse and LRU hit rate per cache capacity"),

@@ -8,7 +8,6 @@ import json
 import os
 import stat
 import tempfile
-import time
 from typing import TYPE_CHECKING
 
 from kvtui.errors import InputError
@@ -114,24 +113,17 @@ def check_policy(name: str | None) -> None:
 
 
 def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None) -> tuple[object, dict]:
-    """Run a scenario to the end; return the simulation and its result document.
+    """`kvtui.run.run_to_end` with the CLI's progress bar: the simulation and its result document.
 
     A run that takes more than a second shows a progress bar on stderr when it is a terminal
     (`kvtui.cli.progress`); `label` names the run there.
     """
     from kvtui.cli.progress import progress_bar
-    from kvtui.sim.engine import Simulation
-    from kvtui.sim.result import result_document
+    from kvtui.run import run_to_end
 
-    t0 = time.perf_counter()
-    sim = Simulation(scenario, seed=seed, policy=policy)
-    try:
-        with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})") as progress:
-            sim.run(progress=progress)
-        wall = time.perf_counter() - t0
-        return sim, result_document(sim, wall)
-    finally:
-        sim.close()
+    with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})") as progress:
+        finished = run_to_end(scenario, seed, policy, on_progress=progress)
+    return finished.simulation, finished.document
 
 
 def write_json(path: str, doc: dict) -> None:

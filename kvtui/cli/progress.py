@@ -1,7 +1,7 @@
 """The progress bar of headless runs: Rich, on stderr, only on a terminal, only when it is slow.
 
-The engine stays free of Rich: `Simulation.run(progress=...)` calls back with the simulation and
-`kvtui.sim.progress.progress_of` says how far it is. The bar appears once a run has taken
+The engine stays free of Rich: the run layer (`kvtui.run.run_to_end`) calls back with a
+`kvtui.run.Progress`, plain numbers, so the bar never sees the simulation. The bar appears once a run has taken
 SHOW_AFTER_S of wall time (a quick run prints nothing extra) and disappears when it ends
 (transient), so stdout (the table, --json) is never touched. With stderr not a terminal
 (piped, CI) there is no bar at all.
@@ -19,7 +19,7 @@ SHOW_AFTER_S = 1.0
 
 @contextmanager
 def progress_bar(label: str, enabled: bool | None = None) -> Iterator[Callable | None]:
-    """Yield a callback for `Simulation.run(progress=...)`, or None when no bar is wanted."""
+    """Yield a callback for `run_to_end(on_progress=...)`, or None when no bar is wanted."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
@@ -39,16 +39,13 @@ class _Bar:
         self.progress = None
         self.task = None
 
-    def update(self, sim) -> None:
-        from kvtui.sim.progress import progress_of
-
+    def update(self, p) -> None:
         if self.progress is None:
             if time.perf_counter() - self.began < SHOW_AFTER_S:
                 return
             self._open()
-        p = progress_of(sim)
         self.progress.update(
-            self.task, completed=p.done, total=p.total, unit=p.unit, now=f"t={sim.now:,.1f}s"
+            self.task, completed=p.done, total=p.total, unit=p.unit, now=f"t={p.sim_time:,.1f}s"
         )
 
     def _open(self) -> None:

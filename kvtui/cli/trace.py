@@ -1,7 +1,7 @@
 """`kvtui trace stats FILE`: what hit rate a trace allows, before simulating it.
 
-The analysis is `kvtui.sim.workload.trace_stats` (no Rich); this module parses the arguments
-and draws the tables.
+The analysis is `kvtui.sim.workload.trace_stats` (no Rich), reached through kvtui/run/traces.py;
+this module parses the arguments and draws the tables.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
     fmt = args.format or guess_format(args.file)
 
     from kvtui.report import print_table
-    from kvtui.sim.workload.trace_stats import trace_stats
+    from kvtui.run.traces import trace_stats
 
     stats = trace_stats(fmt, args.file, capacities, args.nodes, args.skip_invalid)
     print_table(render(stats))

@@ -17,15 +17,9 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     scenario = load(args, budget=False)
     if scenario.workload.trace is not None:
-        # Read the whole trace now, so a broken line is reported here rather than mid-run.
-        import numpy as np
+        from kvtui.run.traces import read_whole_trace
 
-        from kvtui.sim.workload.trace import TraceWorkload
-
-        workload = TraceWorkload(
-            scenario.workload.trace, scenario.workload.arrival, scenario.cluster.block_size, np.random.default_rng(0)
-        )
-        notes = workload.notes()
+        notes = read_whole_trace(scenario)
     else:
         notes = []
     cost = cost_of(scenario)

@@ -31,10 +31,14 @@ from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
-from kvtui.sim.progress import PROGRESS_EVERY
 from kvtui.sim.deployment import build_latency, node_capacity, node_offload
 from kvtui.sim.request import Request
 from kvtui.sim.router.router import Router
+
+PROGRESS_EVERY = 2048
+"""Events between two progress callbacks: often enough for a smooth bar, rare enough to cost
+nothing next to the events themselves."""
+
 
 class Simulation:
     def __init__(self, scenario: Scenario, seed: int | None = None, policy: str | None = None):
@@ -246,9 +250,10 @@ class Simulation:
             if not self._advance():
                 return
 
-    def run(self, progress: Callable[["Simulation"], None] | None = None, every: int = PROGRESS_EVERY) -> "Simulation":
-        """Run to the end; `progress(self)` is called every `every` events and once at the end
-        (for a display outside the engine: see `kvtui.sim.progress`)."""
+    def run(self, progress: Callable[[int], None] | None = None, every: int = PROGRESS_EVERY) -> "Simulation":
+        """Run to the end; `progress(events)` is called every `every` events and once at the end
+        with the number of events so far: the engine reports numbers only, and whoever drew the
+        bar reads how far that is (kvtui/run/progress.py) without the engine knowing of it."""
         if progress is None:
             while self._advance():
                 pass
@@ -256,8 +261,7 @@ class Simulation:
         n = 0
         while self._advance():
             n += 1
-            if n >= every:
-                n = 0
-                progress(self)
-        progress(self)
+            if n % every == 0:
+                progress(n)
+        progress(n)
         return self

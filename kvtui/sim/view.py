@@ -1,4 +1,5 @@
-"""Read-only snapshots of a simulation for whoever draws it (the app, tests, reports).
+"""Read-only snapshots of a simulation for whoever draws it (the app, tests, reports): the
+builders of the view types of kvtui/views.py from a simulation's pools.
 
 The app never reads a pool, a bus or a node's queues itself: it asks for a `ClusterView`
 (one `NodeView` per node: every block's state and owner per memory tier, the queues, the
@@ -10,88 +11,13 @@ its `tiers` tuple: consumers that draw `tiers[0]` keep working, and each `BlockV
 `tier`. The CPU offload tier (kvtui/sim/offload.py) is summarised as (held, capacity) in
 `NodeView.cpu` rather than drawn cell by cell: it can hold millions of blocks, and the map
 shows it as a fill share on the node's label.
-
-Cell states follow vLLM v1's prefix caching as the pool models it (kvtui/sim/blocks.py):
-a block is *used* while a request holds a reference, *pinned* when it is a preloaded system
-prompt (a reference never released), *cached* when its reference count is 0 but it still
-holds a key (in the free queue, evictable in LRU order), and *free* otherwise.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-FREE, CACHED, USED, PINNED = 0, 1, 2, 3
-STATE_NAMES = ("free", "cached", "used", "pinned")
-
-
-@dataclass(frozen=True, slots=True)
-class TierView:
-    """One memory tier of a node: a state code and an owner group per block."""
-
-    name: str  # "gpu" (a CPU offload tier adds "cpu")
-    num_blocks: int
-    state: np.ndarray  # int8 per block: FREE / CACHED / USED / PINNED (read-only)
-    owner: tuple[str, ...]  # prefix group whose data each block holds ("" when none)
-    used: int
-    cached_idle: int
-
-
-@dataclass(frozen=True, slots=True)
-class NodeView:
-    """One node at one moment."""
-
-    name: str
-    up: bool
-    tiers: tuple[TierView, ...]
-    running: tuple[str, ...]  # request ids, in scheduling order
-    waiting: tuple[str, ...]  # request ids, head of the queue first
-    hit_rate: float | None  # share of completed requests that hit the prefix cache
-    completed: int
-    evicted_total: int
-    version: tuple  # changes whenever anything above may have changed
-    cpu: tuple[int, int] | None = None  # the CPU offload tier's (blocks held, capacity), if any
-
-    @property
-    def gpu(self) -> TierView:
-        return self.tiers[0]
-
-    @property
-    def num_blocks(self) -> int:
-        return self.tiers[0].num_blocks
-
-
-@dataclass(frozen=True, slots=True)
-class BlockView:
-    """Everything known about one block (the inspector's panel)."""
-
-    node: str
-    index: int
-    tier: str
-    state: str  # free / cached / used / pinned
-    group: str  # owner prefix group ("" when none)
-    key: int | None  # the chained block hash it holds
-    parent: int | None  # the key of the block before it in its sequence (None: first block)
-    ref: int  # reference count (requests holding it; pins count one)
-    lru: int | None  # position in the free queue: 0 is evicted next (None: not evictable)
-    holders: tuple[str, ...]  # requests holding it now
-    stored_by: str | None  # the request whose computation stored its key
-    session: str | None  # that request's session
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterView:
-    nodes: tuple[NodeView, ...]
-    now: float
-    position: int
-
-    def node(self, name: str) -> NodeView | None:
-        for n in self.nodes:
-            if n.name == name:
-                return n
-        return None
+from kvtui.views import CACHED, FREE, PINNED, USED, BlockView, ClusterView, KeyFigures, NodeView, TierView
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -198,22 +124,6 @@ def block_view(sim, node_name: str, index: int, journal=None) -> BlockView | Non
         stored_by=stored_by,
         session=session,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class KeyFigures:
-    """The few numbers a side-by-side comparison shows for each run."""
-
-    now: float
-    arrived: int
-    completed: int
-    rejected: int
-    preempted: int
-    evicted_blocks: int
-    token_hit_rate: float
-    request_hit_rate: float
-    ttft_p50_ms: float | None
-    ttft_p95_ms: float | None
 
 
 def _pct(values: list[float], q: float) -> float | None:

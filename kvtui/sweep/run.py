@@ -49,14 +49,14 @@ def error_line(spec: RunSpec, message: str) -> str:
 
 def execute(spec: RunSpec) -> Outcome:
     """Load the scenario with `--set` then the grid values, run it, and return its line."""
-    from kvtui.cli.common import run_once
     from kvtui.errors import InputError
+    from kvtui.run import run_to_end
     from kvtui.scenario import load_scenario
 
     worker = f"{socket.gethostname()}:{os.getpid()}"
     try:
         scenario = load_scenario(spec.scenario, spec.all_overrides())
-        _, doc = run_once(scenario, spec.seed, spec.policy)
+        doc = run_to_end(scenario, spec.seed, spec.policy).document
     except InputError as e:
         return Outcome(spec.index, error_line(spec, e.render()), False, 0.0, worker)
     except Exception as e:  # a bug in one cell must not cost the other runs

@@ -3,7 +3,7 @@
 `make_app(scenario, seed=, policy=, theme=)` is the one factory the CLI, the recorder and the
 tests share. The app changes the run only through explicit commands (step, play/pause, seek,
 restart, switch policy, take a node down / bring it back, crash the control plane); it reads
-everything else from the engine's state and event stream (through `Runner`).
+everything else from the engine's state and event stream (through `kvtui.run.Run`).
 
 Play mode runs on a fixed frame timer: each frame advances the simulation by speed x elapsed
 wall time, but never for longer than a wall budget, so input is handled within a frame even
@@ -31,7 +31,8 @@ from kvtui.scenario.model import Scenario
 from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.tui.commands import KvtuiCommands
 from kvtui.tui.controls import bindings, help_rows, palette
-from kvtui.tui.runner import DEFAULT_SPEED, SEEK_KINDS, SPEEDS, Runner
+from kvtui.run import SEEK_KINDS, Run
+from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, PREFERRED_ORDER, load_themes
@@ -95,7 +96,7 @@ class KvtuiApp(App[None]):
                 Theme(name="dark", primary="#5FAFFF", dark=True, variables=dict(DEFAULT_VARIABLES))
             )
         self.theme = theme or DEFAULT_THEME
-        self.runner = Runner(scenario, seed=seed, policy=policy)
+        self.runner = Run(scenario, seed=seed, policy=policy)
         self.fps = fps
         self.playing = False
         self.seeking: str | None = None
@@ -109,10 +110,8 @@ class KvtuiApp(App[None]):
         self._last_frame = time.perf_counter()
         self._last_slow = 0.0
         self._last_freeze = 0.0
-        self._shown_event_key = None
         self._decision_shown = None
         self._log_generation = -1
-        self.last_back_s: float | None = None
 
     # ------------------------------------------------------------------ theme variables
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -281,13 +280,12 @@ class KvtuiApp(App[None]):
             # is left to draw on.
             return
         r = self.runner
-        sim = r.sim
         for bar in self._status_bars():
             bar.show(
                 scenario=r.scenario.name,
                 policy=r.policy,
                 seed=r.seed,
-                now=sim.now,
+                now=r.now,
                 seq=r.position,
                 state=self.state_text(),
                 cp_down=r.control_plane_down,
@@ -416,9 +414,7 @@ class KvtuiApp(App[None]):
         if self.runner.position == 0:
             self.notify("Already at the start of the run.", title="Back")
             return
-        t0 = time.perf_counter()
         self.runner.back()
-        self.last_back_s = time.perf_counter() - t0
         self._unhighlight_logs()
         self._after_command()
 
@@ -494,7 +490,8 @@ class KvtuiApp(App[None]):
         self._after_command()
 
     def action_life(self) -> None:
-        from kvtui.tui.screens.life import LifeScreen, request_of
+        from kvtui.run.narrate import request_of
+        from kvtui.tui.screens.life import LifeScreen
 
         ev, _ = self.displayed_event()
         req = request_of(ev)

@@ -19,9 +19,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
 from kvtui.scenario.model import Scenario
-from kvtui.sim.drive import Lockstep
-from kvtui.sim.view import KeyFigures, key_figures
-from kvtui.tui.runner import DEFAULT_SPEED, SPEEDS, Runner
+from kvtui.run import Lockstep, Run
+from kvtui.views import KeyFigures
+from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.legend import Legend
@@ -65,7 +65,7 @@ class Side(Vertical):
     Side > BlockMap { height: 1fr; max-height: 100%; }
     """
 
-    def __init__(self, runner: Runner, *, id: str):
+    def __init__(self, runner: Run, *, id: str):
         super().__init__(id=id)
         self.runner = runner
         self.border_title = f"policy {runner.policy}"
@@ -81,7 +81,7 @@ class Side(Vertical):
         if not self.block_map.is_mounted:
             return
         self.block_map.tick()
-        self.figures.update(figures_text(self.runner.policy, key_figures(self.runner.sim)))
+        self.figures.update(figures_text(self.runner.policy, self.runner.key_figures()))
 
 
 class CompareApp(App[None]):
@@ -106,9 +106,9 @@ class CompareApp(App[None]):
         for t in self._kvtui_themes:
             self.register_theme(t)
         self.theme = theme or DEFAULT_THEME
-        self.left = Runner(scenario, seed=seed, policy=policy)
-        self.right = Runner(scenario, seed=self.left.seed, policy=vs)
-        self.lockstep = Lockstep(self.left.drive, self.right.drive)
+        self.left = Run(scenario, seed=seed, policy=policy)
+        self.right = Run(scenario, seed=self.left.seed, policy=vs)
+        self.lockstep = Lockstep(self.left.source, self.right.source)
         self.scenario = scenario
         self.fps = fps
         self.playing = False
@@ -165,7 +165,7 @@ class CompareApp(App[None]):
         )
         for side in self.query(Side):
             side.tick()
-        a, b = key_figures(self.left.sim), key_figures(self.right.sim)
+        a, b = self.left.key_figures(), self.right.key_figures()
         self.query_one("#diff", Static).update(difference_text(self.left.policy, a, self.right.policy, b))
 
     def action_toggle_play(self) -> None:

@@ -17,6 +17,9 @@ SPEED = Binding.Group("Speed", compact=True)
 NODE = Binding.Group("Node", compact=True)
 TIME = Binding.Group("Step", compact=True)
 
+SPEEDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)  # sim seconds per wall second
+DEFAULT_SPEED = 2.0
+
 
 @dataclass(frozen=True)
 class Control:

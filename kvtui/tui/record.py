@@ -1,60 +1,19 @@
-"""`kvtui record SCENARIO --steps N --out FILE.svg`: the app rendered headless to an SVG.
+"""The app rendered headless to an SVG (`kvtui record`, whose arguments kvtui/cli/record.py parses).
 
 The picture depends only on the arguments: the app runs without its frame timer, the
 simulation is advanced by explicit steps (and optional jumps), and the screenshot is taken
 while paused. Rich names the SVG's CSS classes after a checksum of the content (not a random
 id), so the same command twice writes the same bytes; `_stable_svg` keeps it that way should
 a future Rich go back to random ids.
-
-Options beyond the contract (`--steps --out --size --theme`, plus `--policy --seed --set`):
-`--until T` advances to sim time T first, `--jump KIND` (repeatable) then jumps to the next
-eviction / rejection / preemption / failure, `--screen help` shows the help screen and
-`--zoom NODE` the zoomed node, `--crash` crashes the control plane before the picture.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-from pathlib import Path
 
 from kvtui.errors import InputError
 
 DEFAULT_SIZE = (120, 40)
-JUMPS = ("eviction", "rejection", "preemption", "failure", "crash", "recovery")
-
-
-def _parser():
-    from kvtui.cli.common import Parser, policy_help, seed_value
-
-    p = Parser(prog="kvtui record", description="Render the app after N steps to an SVG (deterministic).")
-    p.add_argument("scenario", help="scenario YAML file")
-    p.add_argument("--steps", type=int, default=0, metavar="N", help="events to step before the screenshot (default 0)")
-    p.add_argument("--out", required=True, metavar="FILE.svg", help="where to write the SVG")
-    p.add_argument("--size", default=f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}", metavar="COLSxROWS", help="terminal size (default 120x40)")
-    p.add_argument("--theme", help="colour theme (dark, light, high-contrast)")
-    p.add_argument("--policy", help=policy_help())
-    p.add_argument("--seed", type=seed_value, help="override the scenario's seed")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field (repeatable)")
-    p.add_argument("--until", type=float, metavar="T", help="first advance the simulation to sim time T (seconds)")
-    p.add_argument("--jump", action="append", default=[], choices=JUMPS, help="then jump to the next event of this kind (repeatable)")
-    p.add_argument("--screen", choices=("main", "help"), default="main", help="which screen to show")
-    p.add_argument("--zoom", metavar="NODE", help="show this node zoomed")
-    p.add_argument("--crash", action="store_true", help="crash the control plane after the steps and jumps")
-    p.add_argument("--title", help="window title in the SVG (default: kvtui SCENARIO)")
-    return p
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    from kvtui.cli.common import UsageError
-
-    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
-    if not m:
-        raise UsageError(f"kvtui record: --size wants COLSxROWS, e.g. 120x40; got {text!r}")
-    cols, rows = int(m.group(1)), int(m.group(2))
-    if not (20 <= cols <= 1000 and 6 <= rows <= 500):
-        raise UsageError(f"kvtui record: --size {cols}x{rows} is out of range (20..1000 x 6..500)")
-    return cols, rows
 
 
 def _stable_svg(svg: str) -> str:
@@ -90,7 +49,7 @@ async def render_svg(
     from kvtui.tui.app import make_app
 
     app = make_app(scenario, seed=seed, policy=policy, theme=theme, fps=0)
-    if zoom is not None and zoom not in [n.name for n in app.runner.sim.nodes]:
+    if zoom is not None and zoom not in app.runner.node_names():
         raise InputError.one("--zoom", None, f"no node {zoom!r}; nodes: {', '.join(app.runner.node_names())}")
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
@@ -121,38 +80,3 @@ async def render_svg(
         await pilot.pause()
         svg = app.export_screenshot(title=title or f"kvtui {scenario.name}")
     return _stable_svg(svg)
-
-
-def record_main(argv: list[str]) -> int:
-    from kvtui.cli.common import check_policy, load
-
-    args = _parser().parse_args(argv)
-    size = parse_size(args.size)
-    check_policy(args.policy)
-    if args.steps < 0:
-        from kvtui.cli.common import UsageError
-
-        raise UsageError("kvtui record: --steps must be >= 0")
-    scenario = load(args)
-    svg = asyncio.run(
-        render_svg(
-            scenario,
-            steps=args.steps,
-            size=size,
-            theme=args.theme,
-            policy=args.policy,
-            seed=args.seed,
-            until=args.until,
-            jumps=args.jump,
-            screen=args.screen,
-            zoom=args.zoom,
-            title=args.title,
-            crash=args.crash,
-        )
-    )
-    from kvtui.cli.common import write_output
-
-    out = Path(args.out)
-    write_output(str(out), svg, "the SVG")  # atomic, regular files only (issue 10)
-    print(f"{out}: {size[0]}x{size[1]}, {len(svg):,} bytes")
-    return 0

@@ -142,11 +142,11 @@ def test_switch_policy_restarts(make):
             first = app.runner.policy
             await pilot.press("o")
             assert app.runner.policy == POLICY_NAMES[(POLICY_NAMES.index(first) + 1) % len(POLICY_NAMES)]
-            assert app.runner.sim.policy_name == app.runner.policy
+            assert app.runner.source.sim.policy_name == app.runner.policy
             assert app.runner.now == 0
             app.set_policy("least_loaded")
             await pilot.pause()
-            assert app.runner.sim.policy_name == "least_loaded"
+            assert app.runner.source.sim.policy_name == "least_loaded"
 
     run(go())
 
@@ -165,14 +165,13 @@ def test_select_node_and_take_it_down_and_back(make):
             target = app.selected_node
             await _stepped(app, pilot, 100)
             await pilot.press("d")
-            node = app.runner.sim.node_by_name[target]
-            assert not node.up
+            assert not app.runner.node_is_up(target)
             assert app.runner.current.kind == "node_down" and app.runner.current.node == target
             await pilot.pause()
             label = app.maps.render_line(app.maps.node_region(names.index(target)).y).text
             assert "DOWN" in label
             await pilot.press("d")
-            assert node.up
+            assert app.runner.node_is_up(target)
             assert app.runner.current.kind == "node_up"
 
     run(go())

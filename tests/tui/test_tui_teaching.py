@@ -8,7 +8,7 @@ import asyncio
 
 from textual import events
 
-from kvtui.sim.drive import digest
+from kvtui.run.drive import digest
 from kvtui.tui.screens.life import LifeScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 

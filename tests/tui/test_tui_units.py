@@ -19,9 +19,10 @@ from kvtui.events import (
     RequestRejected,
     RouteDecided,
 )
-from kvtui.explain import History, explain, summary
+from kvtui.run.facts import SimulationFacts
+from kvtui.run.narrate import History, explain, summary
 from kvtui.sim.engine import Simulation
-from kvtui.tui.runner import Runner
+from kvtui.run import Run
 from kvtui.tui.themes import DEFAULT_VARIABLES, load_theme_file, load_themes
 from kvtui.tui.widgets.block_map import (
     BARS,
@@ -92,7 +93,7 @@ def test_every_event_kind_of_a_real_run_is_explained(scenario):
             break
         if ev.kind not in seen:
             seen[ev.kind] = ev
-            text = explain(ev, sim, h)
+            text = explain(ev, SimulationFacts(sim), h)
             assert text and text != ev.kind, ev.kind
             assert summary(ev)
     assert {"routed", "evicted", "preempted", "rejected", "node_down", "node_up", "ended"} <= set(seen)
@@ -100,7 +101,7 @@ def test_every_event_kind_of_a_real_run_is_explained(scenario):
 
 
 def test_explain_imports_no_ui():
-    code = "import sys, kvtui.explain; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad); sys.exit(1 if bad else 0)"
+    code = "import sys, kvtui.run.narrate; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad); sys.exit(1 if bad else 0)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -110,32 +111,32 @@ def test_runner_steps_the_same_events_as_the_engine(scenario):
     a = []
     while len(a) < 500:
         a.append(sim.step().seq)
-    r = Runner(scenario)
+    r = Run(scenario)
     b = [r.step(fold=False).seq for _ in range(500)]
     assert a == b
 
 
 def test_advance_respects_budget_and_reaches_target(scenario):
-    r = Runner(scenario)
+    r = Run(scenario)
     assert r.advance(5.0, budget_s=0.0) in (True, False)  # at least one slice, never hangs
     assert r.advance(5.0, budget_s=10.0) is True
     assert r.now >= 5.0 - 1e-9
     seq = r.position
-    assert r.seek(["node_down"], budget_s=10.0).kind == "node_down"
+    assert r.seek([NodeDown], budget_s=10.0).kind == "node_down"
     assert r.position > seq
 
 
 def test_seek_reports_end(scenario):
-    r = Runner(scenario)
+    r = Run(scenario)
     r.advance(1e9, budget_s=60.0)
     assert r.ended
-    assert r.seek(["evicted"], budget_s=1.0) is None
+    assert r.seek([BlocksEvicted], budget_s=1.0) is None
 
 
 def test_drain_is_capped():
     from collections import namedtuple
 
-    from kvtui.tui.runner import _newer
+    from kvtui.run.run import _newer
 
     E = namedtuple("E", "seq")
     q = [E(i) for i in range(1, 11)]
@@ -231,7 +232,7 @@ def test_every_event_type_has_a_summary_branch():
     names = {cls.__name__ for cls in ALL_EVENT_TYPES}
     import inspect
 
-    import kvtui.explain as ex
+    import kvtui.run.narrate as ex
 
     src = inspect.getsource(ex)
     missing = [n for n in names if n not in src]
@@ -243,7 +244,7 @@ def test_latency_panel_ticks_before_its_children_are_mounted(scenario):
     campaign's NoMatches): ticking an unmounted panel draws nothing and raises nothing."""
     from kvtui.tui.widgets.latency_panel import LatencyPanel
 
-    panel = LatencyPanel(Runner(scenario))
+    panel = LatencyPanel(Run(scenario))
     panel.tick()
     panel.rebind()
     assert [h.id for h in panel.histograms] == ["hist-ttft", "hist-tpot", "hist-e2e"]

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from kvtui.sim.view import STATE_NAMES
+from kvtui.views import STATE_NAMES
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.status_bar import StatusBar
@@ -136,7 +136,7 @@ class ZoomScreen(Screen[None]):
 
     def _show_block(self) -> None:
         k, _ = self.block_map.cell_scale()
-        b = self.runner.drive.block(self.node, self.cell * k)
+        b = self.runner.block(self.node, self.cell * k)
         self.block_panel.update(block_text(b, k))
 
     def rebind(self) -> None:
@@ -172,7 +172,7 @@ class ZoomScreen(Screen[None]):
 
     def action_life(self) -> None:
         k, _ = self.block_map.cell_scale()
-        b = self.runner.drive.block(self.node, self.cell * k)
+        b = self.runner.block(self.node, self.cell * k)
         req = None
         if b is not None:
             req = b.holders[0] if b.holders else b.stored_by

@@ -8,7 +8,7 @@ without colour as well.
 from __future__ import annotations
 
 from kvtui.events import Event
-from kvtui.explain import summary
+from kvtui.run.narrate import summary
 from kvtui.tui.widgets.log_list import LogList
 
 TAG_STYLE = {

@@ -21,9 +21,9 @@ class LatencyPanel(Vertical):
         # mounted what compose yields (NoMatches from the 20,000-key campaign, keys sent at start).
         self.stats = StatsLine(id="stats")
         self.histograms = (
-            Histogram("TTFT", lambda: self.runner.sim.metrics.ttft, id="hist-ttft"),
-            Histogram("TPOT", lambda: self.runner.sim.metrics.tpot, id="hist-tpot"),
-            Histogram("E2E", lambda: self.runner.sim.metrics.e2e, id="hist-e2e"),
+            Histogram("TTFT", lambda: self.runner.metrics.ttft, id="hist-ttft"),
+            Histogram("TPOT", lambda: self.runner.metrics.tpot, id="hist-tpot"),
+            Histogram("E2E", lambda: self.runner.metrics.e2e, id="hist-e2e"),
         )
 
     def compose(self) -> ComposeResult:
@@ -33,7 +33,7 @@ class LatencyPanel(Vertical):
     def tick(self) -> None:
         if not self.stats.is_mounted:
             return  # the next frame or command draws it
-        self.stats.show(self.runner.sim)
+        self.stats.show(self.runner)
         for h in self.histograms:
             h.tick()
 

@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from kvtui.sim.view import USED, PINNED
+from kvtui.views import PINNED, USED
 from kvtui.tui.themes import DEFAULT_VARIABLES, OWNER_COLOURS
 from kvtui.tui.widgets.block_map import owner_slot
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from textual.widgets import Static
 
 
-def stats_text(sim) -> str:
+def stats_text(run) -> str:
     """Token hit rate first (the share of prompt tokens served from cache, the figure a serving
     engineer reads), the request hit rate beside it; SLO attainment and goodput when the
     workload sets SLOs; shed requests when any were shed."""
-    m = sim.metrics
-    t = sim.now
+    m = run.metrics
+    t = run.now
     done = m.exact_hits + m.prefix_hits + m.misses
     rps = m.completed / t if t else 0.0
     tps = m.output_tokens / t if t else 0.0
@@ -27,23 +27,21 @@ def stats_text(sim) -> str:
         + f" · {rps:.2f} req/s {tps:,.0f} tok/s"
         + slo
         + f" · evicted {m.evicted_blocks:,} · preempted {m.preempted}"
-        + _routing_text(sim)
-        + _wal_text(sim)
+        + _routing_text(run)
+        + _wal_text(run)
     )
 
 
-def _routing_text(sim) -> str:
-    router = getattr(sim, "router", None)
-    text = router.headline() if router is not None else ""
+def _routing_text(run) -> str:
+    text = run.routing_headline()
     return f" · {text}" if text else ""
 
 
-def _wal_text(sim) -> str:
-    cp = getattr(sim, "control_plane", None)
-    if cp is None:
+def _wal_text(run) -> str:
+    w = run.wal_counters()
+    if w is None:
         return ""
-    w = cp.counters()
-    state = " (recovering)" if cp.down else ""
+    state = " (recovering)" if run.control_plane_down else ""
     size = w.get("bytes", 0)
     size_text = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
     rec = w.get("recoveries", 0)
@@ -62,8 +60,8 @@ class StatsLine(Static):
         super().__init__("", id=id, classes=classes, markup=False)
         self._text = None
 
-    def show(self, sim) -> None:
-        text = stats_text(sim)
+    def show(self, run) -> None:
+        text = stats_text(run)
         if text != self._text:
             self._text = text
             self.update(text)

@@ -77,7 +77,7 @@ class Timeline(Widget):
     def span(self) -> float:
         sc = self.runner.scenario
         end = sc.until_s if sc.until_s is not None else sc.workload.duration_s
-        known = self.runner.drive.times
+        known = self.runner.times
         last = known[-1] if len(known) else 0.0
         return max(end or 0.0, last, self.runner.now, 1e-9)
 

@@ -28,13 +28,17 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kvtui.events import Event
+from kvtui.events import BatchStepped, BlocksStored, ControlPlaneCrashed, ControlPlaneRecovered, Event, NodeDown, NodeUp
 from kvtui.scenario.model import Scenario
 from kvtui.sim.engine import Simulation
-from kvtui.sim.journal import Journal
-from kvtui.sim.view import ClusterView, ViewCache, block_view
+from kvtui.run.journal import Journal
+from kvtui.run.facts import Facts, SimulationFacts
+from kvtui.run.source import Navigable
+from kvtui.sim.metrics import Metrics
+from kvtui.sim.view import ViewCache, block_view, key_figures
+from kvtui.views import BlockView, ClusterView, KeyFigures
 
-FOLDABLE = ("stored", "batch")  # the kinds a coarse single step folds away
+FOLDABLE: tuple[type[Event], ...] = (BlocksStored, BatchStepped)  # what a coarse single step folds away
 BIG_CLUSTER_BLOCKS = 20_000  # KV blocks in all, from which fewer checkpoints are kept
 
 
@@ -85,23 +89,27 @@ def apply_command(run: "_Run", cmd: Command) -> Event | None:
     if sim.now < cmd.t and not sim.bus.outbox:
         sim.run_until(cmd.t)  # play mode had moved the clock on between events
     before = sim.bus.seq
-    if cmd.name == "node_down":
-        sim.node_down(cmd.arg)
-    elif cmd.name == "node_up":
-        sim.node_up(cmd.arg)
-    elif cmd.name == "crash":
-        sim.crash_control_plane()
-    wanted = {"node_down": "node_down", "node_up": "node_up", "crash": "cp_crash"}[cmd.name]
+    match cmd.name:
+        case "node_down":
+            sim.node_down(cmd.arg)
+            wanted: tuple[type[Event], ...] = (NodeDown,)
+        case "node_up":
+            sim.node_up(cmd.arg)
+            wanted = (NodeUp,)
+        case _:
+            sim.crash_control_plane()
+            wanted = (ControlPlaneCrashed,)
     for ev in reversed(run.journal.log):
         if ev.seq <= before:
             break
-        if ev.kind in (wanted, "cp_recovered"):
+        if isinstance(ev, (*wanted, ControlPlaneRecovered)):
             return ev
     return None
 
 
-class Drive:
-    """A run you can step, play, seek and rewind."""
+class Drive(Navigable):
+    """A simulated run you can step, play, seek and rewind: the simulation as a run source
+    (kvtui/run/source.py)."""
 
     def __init__(
         self,
@@ -127,10 +135,10 @@ class Drive:
         self.commands: list[Command] = []
         self.checkpoints: list[_Run] = []
         self._builder: tuple[_Run, int] | None = None
-        self.kinds: list[str] = []  # kind of the event at each position (1-based: kinds[p-1])
-        self.times = array("d")  # its sim time
+        self.classes: list[type[Event]] = []  # class of the event at each position (1-based: classes[p-1])
+        self._times = array("d")  # its sim time
         self.views = ViewCache()
-        self.seek_origin: int | None = None
+        self._seek_origin: int | None = None
         self.run = self._fresh()
         # Every checkpoint is a whole simulation: big clusters keep fewer of them.
         if sum(n.pool.num_blocks for n in self.run.sim.nodes) > BIG_CLUSTER_BLOCKS:
@@ -161,11 +169,53 @@ class Drive:
     def ended(self) -> bool:
         return self.run.sim.ended
 
+    @property
+    def metrics(self) -> Metrics:
+        return self.run.sim.metrics
+
+    @property
+    def times(self) -> array:
+        return self._times
+
+    @property
+    def last(self) -> Event | None:
+        return self.run.last
+
+    @property
+    def seek_origin(self) -> int | None:
+        return self._seek_origin
+
     def view(self) -> ClusterView:
         return self.views.cluster(self.run.sim, self.run.journal, self.run.position)
 
-    def block(self, node: str, index: int):
+    def block(self, node: str, index: int) -> BlockView | None:
         return block_view(self.run.sim, node, index, self.run.journal)
+
+    def node_names(self) -> list[str]:
+        return [n.name for n in self.run.sim.nodes]
+
+    def node_is_up(self, name: str) -> bool:
+        node = self.run.sim.node_by_name.get(name)
+        return bool(node is not None and node.up)
+
+    def key_figures(self) -> KeyFigures:
+        return key_figures(self.run.sim)
+
+    def facts(self) -> Facts:
+        return SimulationFacts(self.run.sim)
+
+    def routing_headline(self) -> str:
+        router = self.run.sim.router
+        return router.headline() if router is not None else ""
+
+    def wal_counters(self) -> dict | None:
+        cp = self.run.sim.control_plane
+        return cp.counters() if cp is not None else None
+
+    @property
+    def control_plane_down(self) -> bool:
+        cp = self.run.sim.control_plane
+        return bool(cp is not None and cp.down)
 
     def close(self) -> None:
         for r in [self.run, *self.checkpoints] + ([self._builder[0]] if self._builder else []):
@@ -183,8 +233,8 @@ class Drive:
         return deadline is not None and self.clock() > deadline
 
     # ------------------------------------------------------------------ forward
-    def step(self, fold: Iterable[str] = ()) -> Event | None:
-        """The next event (skipping `fold` kinds); None once the run has ended."""
+    def step(self, fold: Iterable[type[Event]] = ()) -> Event | None:
+        """The next event (skipping events of the `fold` classes); None once the run has ended."""
         fold = tuple(fold)
         while True:
             self.run.apply_due(self.commands, self.run.position)
@@ -192,14 +242,14 @@ class Drive:
             if ev is None:
                 return None
             self._note(ev)
-            if ev.kind not in fold:
+            if not isinstance(ev, fold):
                 return ev
 
     def _note(self, ev: Event) -> None:
         p = self.run.position
-        if p > len(self.kinds):
-            self.kinds.append(ev.kind)
-            self.times.append(ev.t)
+        if p > len(self.classes):
+            self.classes.append(type(ev))
+            self._times.append(ev.t)
 
     def advance(self, target: float, budget_s: float) -> bool:
         """Move sim time toward `target` for at most `budget_s` wall seconds; True when there
@@ -223,30 +273,30 @@ class Drive:
         r = self.run
         return r.applied < len(self.commands) and self.commands[r.applied].position <= r.position
 
-    def seek(self, kinds: Iterable[str], budget_s: float) -> Event | None | bool:
-        """Step to the next event of one of `kinds`: the event; False if the budget ran out
+    def seek(self, kinds: Iterable[type[Event]], budget_s: float) -> Event | None | bool:
+        """Step to the next event of one of the classes `kinds`: the event; False if the budget ran out
         (call again: the search goes on); None if the run ended first, in which case the run
         is put back where the search began (a jump that finds nothing stays)."""
         kinds = tuple(kinds)
-        if self.seek_origin is None:
-            self.seek_origin = self.run.position
+        if self._seek_origin is None:
+            self._seek_origin = self.run.position
         deadline = self._deadline(budget_s)
         n = 0
         while True:
             ev = self.step()
             if ev is None:
-                origin, self.seek_origin = self.seek_origin, None
+                origin, self._seek_origin = self._seek_origin, None
                 self.goto(origin)
                 return None
-            if ev.kind in kinds:
-                self.seek_origin = None
+            if isinstance(ev, kinds):
+                self._seek_origin = None
                 return ev
             n += 1
             if (n & 15) == 0 and self._late(deadline):
                 return False
 
     def cancel_seek(self) -> None:
-        self.seek_origin = None
+        self._seek_origin = None
 
     # ------------------------------------------------------------------ commands
     def command(self, name: str, arg: str | None = None) -> Event | None:
@@ -256,8 +306,8 @@ class Drive:
         if len(keep) != len(self.commands):
             self.commands = keep
             self._drop_checkpoints_after(r.position)
-            del self.kinds[r.position :]
-            del self.times[r.position :]
+            del self.classes[r.position :]
+            del self._times[r.position :]
         cmd = Command(r.position, r.sim.now, name, arg)
         self.commands.append(cmd)
         r.applied = len(self.commands)
@@ -277,11 +327,11 @@ class Drive:
             self._builder = None
 
     # ------------------------------------------------------------------ back in time
-    def back(self, fold: Iterable[str] = ()) -> Event | None:
-        """Go back one event (the previous one not of a `fold` kind); None at the start."""
+    def back(self, fold: Iterable[type[Event]] = ()) -> Event | None:
+        """Go back one event (the previous one not of a `fold` class); None at the start."""
         fold = tuple(fold)
         p = self.run.position - 1
-        while p > 0 and self.kinds[p - 1] in fold:
+        while p > 0 and issubclass(self.classes[p - 1], fold):
             p -= 1
         if p < 1:
             if self.run.position == 0:
@@ -310,7 +360,7 @@ class Drive:
     def goto_time(self, t: float, budget_s: float = float("inf")) -> bool:
         """Put the run at sim time `t`: back to the last event at or before it, or forward."""
         if t < self.now:
-            p = bisect_right(self.times, t)
+            p = bisect_right(self._times, t)
             self._rewind_to(p)
         return self.advance(t, budget_s)
 
@@ -423,14 +473,6 @@ class Drive:
             if self._late(deadline):
                 return False
 
-    # ------------------------------------------------------------------ questions
-    def time_of(self, position: int) -> float | None:
-        return self.times[position - 1] if 0 < position <= len(self.times) else None
-
-    def known_events(self) -> int:
-        """How many events of this run have been seen (the farthest position reached)."""
-        return len(self.kinds)
-
 
 def digest(events: Iterable[Event], each: Callable[[Event], str] = repr) -> str:
     """A short fingerprint of an event sequence (tests compare two ways of getting there)."""
@@ -440,39 +482,3 @@ def digest(events: Iterable[Event], each: Callable[[Event], str] = repr) -> str:
     for ev in events:
         h.update(each(ev).encode())
     return h.hexdigest()[:16]
-
-
-class Lockstep:
-    """Two runs of one scenario (same seed, same workload, different policies) kept at the
-    same sim time, for a side-by-side comparison. The workload draws from its own RNG stream
-    (see kvtui/sim/engine.py), so both runs see the same arrivals whatever the policy."""
-
-    def __init__(self, left: Drive, right: Drive):
-        self.left = left
-        self.right = right
-
-    @property
-    def now(self) -> float:
-        return min(self.left.now, self.right.now)
-
-    @property
-    def ended(self) -> bool:
-        return self.left.ended and self.right.ended
-
-    def advance(self, target: float, budget_s: float) -> bool:
-        """Both runs toward `target`, the budget shared; True when both are there."""
-        a = self.left.advance(target, budget_s / 2)
-        b = self.right.advance(target, budget_s / 2)
-        return a and b
-
-    def step(self, fold: Iterable[str] = FOLDABLE) -> Event | None:
-        """The next event of whichever run is behind, then the other run to the same time."""
-        lead, other = (self.left, self.right) if self.left.now <= self.right.now or self.right.ended else (self.right, self.left)
-        ev = lead.step(fold)
-        if ev is None:
-            ev = other.step(fold)
-            lead, other = other, lead
-            if ev is None:
-                return None
-        other.advance(lead.now, float("inf"))
-        return ev

@@ -1,7 +1,8 @@
 """How far a run has got, for a progress display outside the engine (the CLI draws the bar).
 
 The engine only reports numbers: `Simulation.run(progress=...)` calls back every so many events
-with the simulation, and `progress_of` turns its state into (done, total, unit). The measure is
+with the count of events, and the run layer (kvtui/run/headless.py), which holds the
+simulation, asks `progress_of` to turn its state into (done, total, unit, sim time). The measure is
 the one the scenario ends on: finished requests when the workload's request count is known (a
 trace, `workload.requests`, shared-prefix rounds), else simulated seconds towards `until_s` or
 `workload.duration_s`, else started sessions towards `workload.sessions`; otherwise the total is
@@ -16,19 +17,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kvtui.sim.engine import Simulation
 
-PROGRESS_EVERY = 2048
-"""Events between two progress callbacks: often enough for a smooth bar, rare enough to cost
-nothing next to the events themselves."""
-
-
 @dataclass(frozen=True)
 class Progress:
     done: float
     total: float | None
     unit: str  # "requests", "sim s" or "sessions"
+    sim_time: float = 0.0  # where the run's clock is
 
 
 def progress_of(sim: "Simulation") -> Progress:
+    p = _measure(sim)
+    return Progress(p.done, p.total, p.unit, sim.now)
+
+
+def _measure(sim: "Simulation") -> Progress:
     m = sim.metrics
     finished = m.completed + m.rejected + m.failed
     total = _request_total(sim)

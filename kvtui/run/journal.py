@@ -27,7 +27,7 @@ from kvtui.events import (
     RouteDecided,
     SimulationEnded,
 )
-from kvtui.explain import History
+from kvtui.run.narrate import History
 
 # Kinds the event log shows (decisions have their own log).
 LOG_TYPES = (
@@ -43,15 +43,15 @@ LOG_TYPES = (
     SimulationEnded,
 )
 
-# Timeline marks: kind -> (label, only the first one?)
-MARKS = {
-    "evicted": ("first eviction", True),
-    "rejected": ("first rejection", True),
-    "preempted": ("first preemption", True),
-    "node_down": ("node down", False),
-    "node_up": ("node up", False),
-    "cp_crash": ("control plane crash", False),
-    "cp_recovered": ("control plane recovered", False),
+# Timeline marks: event class -> (label, only the first one?)
+MARKS: dict[type[Event], tuple[str, bool]] = {
+    BlocksEvicted: ("first eviction", True),
+    RequestRejected: ("first rejection", True),
+    RequestPreempted: ("first preemption", True),
+    NodeDown: ("node down", False),
+    NodeUp: ("node up", False),
+    ControlPlaneCrashed: ("control plane crash", False),
+    ControlPlaneRecovered: ("control plane recovered", False),
 }
 
 
@@ -77,7 +77,7 @@ class Journal:
         self.counts[kind] += 1
         self.last_emitted = ev
         self.history.on_event(ev)
-        mark = MARKS.get(kind)
+        mark = MARKS.get(type(ev))
         if mark is not None and (not mark[1] or self.counts[kind] == 1):
             node = getattr(ev, "node", None)
             self.marks.append((ev.t, ev.seq, kind, f"{mark[0]}" + (f" {node}" if node and not mark[1] else "")))

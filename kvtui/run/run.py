@@ -1,55 +1,75 @@
-"""The app's handle on a run: the engine's `Drive` (stepping, playing on a wall-clock budget,
-seeking, going back) plus what the panels need between frames.
+"""The one door to a run: `Run` is what the app, `record`, the comparison screen and the
+tests hold, whatever made the run.
 
-No Textual here. The run, its journal (recent decisions, notable events, request lives) and
-its read-only views all come from the engine (kvtui/sim/drive.py, journal.py, view.py); this
-class only remembers what the app has already drawn, so each frame adds just the new log
-lines, and which event the explanation panel is about.
+A `Run` moves its source (step, play on a wall-clock budget, seek, step back, commands) and
+reads it (journal, views, figures, narration) only through the interfaces of
+kvtui/run/source.py, so a simulation (kvtui/run/drive.py, the default), a recording or a live
+cluster stand behind it alike. No Textual here: beyond the source, a `Run` remembers only what
+a polling viewer has already drawn, so each frame adds just the new log lines, and which event
+the explanation is about. Headless runs to the end go through kvtui/run/headless.py.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
-from kvtui.events import Event, RouteDecided
-from kvtui.explain import explain
+from kvtui.events import (
+    BlocksEvicted,
+    ControlPlaneCrashed,
+    ControlPlaneRecovered,
+    Event,
+    NodeDown,
+    RequestArrived,
+    RequestCompleted,
+    RequestPreempted,
+    RequestRejected,
+    RouteDecided,
+)
+from kvtui.run.drive import FOLDABLE, Drive
+from kvtui.run.narrate import explain
+from kvtui.run.source import Navigable
 from kvtui.scenario.model import Scenario
-from kvtui.sim.drive import FOLDABLE, Drive
-from kvtui.sim.journal import LOG_TYPES  # noqa: F401  (re-exported for older imports)
 
 # What the "jump to next ..." commands look for.
-SEEK_KINDS = {
-    "eviction": ("evicted",),
-    "rejection": ("rejected",),
-    "preemption": ("preempted",),
-    "failure": ("node_down",),
-    "crash": ("cp_crash",),
-    "recovery": ("cp_recovered",),
-    "decision": ("routed",),
-    "arrival": ("arrived",),
-    "completion": ("completed",),
+SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
+    "eviction": (BlocksEvicted,),
+    "rejection": (RequestRejected,),
+    "preemption": (RequestPreempted,),
+    "failure": (NodeDown,),
+    "crash": (ControlPlaneCrashed,),
+    "recovery": (ControlPlaneRecovered,),
+    "decision": (RouteDecided,),
+    "arrival": (RequestArrived,),
+    "completion": (RequestCompleted,),
 }
 
-SPEEDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
-DEFAULT_SPEED = 2.0
+def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:
+    """The default source: the scenario simulated, on the app's wall clock for its budgets."""
+    return Drive(scenario, seed=seed, policy=policy, clock=time.perf_counter)
 
 
-class Runner:
-    """One run of a scenario, plus what the app shows about it."""
+class Run:
+    """One run of a scenario, plus what a viewer has drawn of it."""
 
-    def __init__(self, scenario: Scenario, seed: int | None = None, policy: str | None = None):
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int | None = None,
+        policy: str | None = None,
+        make_source: Callable[[Scenario, int, str], Navigable] = simulation_source,
+    ):
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.policy = policy or scenario.router.policy
-        self.restarts = 0
+        self.make_source = make_source
         self.generation = -1
         self.fold = True  # single steps skip stored / batch events
         self._build()
 
     # ------------------------------------------------------------------ lifecycle
     def _build(self) -> None:
-        self.drive = Drive(self.scenario, seed=self.seed, policy=self.policy, clock=time.perf_counter)
+        self.source = self.make_source(self.scenario, self.seed, self.policy)
         self.current: Event | None = None  # the event the explanation panel is about
         self._moved()
 
@@ -65,53 +85,53 @@ class Runner:
             self.policy = policy
         if seed is not None:
             self.seed = seed
-        self.restarts += 1
         self.close()
         self._build()
 
     def close(self) -> None:
-        """Release the runs' metadata stores (and their temporary log directories)."""
-        self.drive.close()
+        """Release the source (a simulation's metadata stores and temporary log directories)."""
+        self.source.close()
 
-    # ------------------------------------------------------------------ what the engine keeps
-    @property
-    def sim(self):
-        return self.drive.sim
-
+    # ------------------------------------------------------------------ what the source keeps
     @property
     def journal(self):
-        return self.drive.journal
+        return self.source.journal
 
     @property
-    def history(self):
-        return self.drive.journal.history
+    def metrics(self):
+        return self.source.metrics
 
     @property
     def decisions(self):
-        return self.drive.journal.decisions
+        return self.source.journal.decisions
 
     @property
     def log(self):
-        return self.drive.journal.log
-
-    @property
-    def counts(self):
-        return self.drive.journal.counts
-
-    @property
-    def node_hits(self):
-        return self.drive.journal.node_hits
+        return self.source.journal.log
 
     @property
     def last_emitted(self) -> Event | None:
-        return self.drive.journal.last_emitted
+        return self.source.journal.last_emitted
 
     @property
     def last_interesting(self) -> Event | None:
-        return self.drive.journal.last_interesting
+        return self.source.journal.last_interesting
+
+    @property
+    def times(self):
+        return self.source.times
 
     def view(self):
-        return self.drive.view()
+        return self.source.view()
+
+    def block(self, node: str, index: int):
+        return self.source.block(node, index)
+
+    def key_figures(self):
+        return self.source.key_figures()
+
+    def routing_headline(self) -> str:
+        return self.source.routing_headline()
 
     def drain_decisions(self, limit: int) -> tuple[list[RouteDecided], int]:
         """Up to `limit` of the newest decisions not drawn yet, and how many were skipped."""
@@ -125,86 +145,85 @@ class Runner:
     # ------------------------------------------------------------------ figures
     @property
     def now(self) -> float:
-        return self.drive.now
+        return self.source.now
 
     @property
     def ended(self) -> bool:
-        return self.drive.ended
+        return self.source.ended
 
     @property
     def position(self) -> int:
         """Events stepped so far (what `b` and "go to event" count)."""
-        return self.drive.position
-
-    def hit_rate(self, node: str) -> float | None:
-        return self.drive.journal.hit_rate(node)
+        return self.source.position
 
     def explain(self, ev: Event | None) -> str:
-        return explain(ev, self.sim, self.history)
+        return explain(ev, self.source.facts(), self.source.journal.history)
 
     # ------------------------------------------------------------------ advancing
     def step(self, fold: bool | None = None) -> Event | None:
         """One event (the app's single step); it becomes the current event. With folding on,
         `stored` and `batch` events are passed over (still counted, still in the journal)."""
         fold = self.fold if fold is None else fold
-        ev = self.drive.step(FOLDABLE if fold else ())
+        ev = self.source.step(FOLDABLE if fold else ())
         if ev is not None:
             self.current = ev
-        elif self.drive.ended and self.last_emitted is not None:
+        elif self.source.ended and self.last_emitted is not None:
             self.current = self.last_emitted
         return ev
 
     def back(self) -> Event | None:
         """One event back (folding as `step` does); None when already at the start."""
-        before = self.drive.position
-        ev = self.drive.back(FOLDABLE if self.fold else ())
-        if self.drive.position != before:
+        before = self.source.position
+        ev = self.source.back(FOLDABLE if self.fold else ())
+        if self.source.position != before:
             self._moved()
         self.current = ev
         return ev
 
     def goto(self, position: int) -> None:
         """Go to an event number (back or forward)."""
-        back = position < self.drive.position
-        self.drive.goto(position)
+        back = position < self.source.position
+        self.source.goto(position)
         if back:
             self._moved()
-        self.current = self.drive.run.last
+        self.current = self.source.last
 
     def goto_time(self, t: float) -> None:
-        back = t < self.drive.now
-        self.drive.goto_time(t)
+        back = t < self.source.now
+        self.source.goto_time(t)
         if back:
             self._moved()
-        self.current = self.drive.run.last
+        self.current = self.source.last
 
     def advance(self, target: float, budget_s: float) -> bool:
         """Move sim time toward `target` for at most `budget_s` wall seconds (see Drive)."""
-        return self.drive.advance(target, budget_s)
+        return self.source.advance(target, budget_s)
 
-    def seek(self, kinds: Iterable[str], budget_s: float) -> Event | None | bool:
-        """Step until an event of one of `kinds`: the event, None if the run ended first (the
-        run then stays where the search began), or False if the budget ran out (call again)."""
-        before = self.drive.position if self.drive.seek_origin is None else self.drive.seek_origin
-        found = self.drive.seek(kinds, budget_s)
+    def seek(self, kinds: Iterable[type[Event]], budget_s: float) -> Event | None | bool:
+        """Step until an event of one of the classes `kinds`: the event, None if the run ended
+        first (the run then stays where the search began), or False if the budget ran out (call
+        again)."""
+        origin = self.source.seek_origin
+        before = self.source.position if origin is None else origin
+        found = self.source.seek(kinds, budget_s)
         if found is None:
-            if self.drive.position != before or self.drive.run.last is not None:
+            if self.source.position != before or self.source.last is not None:
                 self._moved()
-            self.current = self.drive.run.last
+            self.current = self.source.last
         elif found is not False:
             self.current = found
         return found
 
     def cancel_seek(self) -> None:
-        self.drive.cancel_seek()
+        self.source.cancel_seek()
 
     def maintain(self, budget_s: float) -> bool:
         """Idle time: build time-travel checkpoints."""
-        return self.drive.maintain(budget_s)
+        return self.source.maintain(budget_s)
 
     # ------------------------------------------------------------------ commands
     def node_names(self) -> list[str]:
-        return [n.name for n in self.sim.nodes]
+        return self.source.node_names()
 
     def neighbour(self, name: str | None, delta: int) -> str | None:
         """The node `delta` places after `name` in cluster order, wrapping (from the first when
@@ -215,33 +234,30 @@ class Runner:
         i = names.index(name) if name in names else 0
         return names[(i + delta) % len(names)]
 
-    def node_up(self, name: str) -> bool:
-        node = self.sim.node_by_name.get(name)
-        return bool(node is not None and node.up)
+    def node_is_up(self, name: str) -> bool:
+        return self.source.node_is_up(name)
 
     def toggle_node(self, name: str) -> Event | None:
         """Take a node down, or bring it back; returns the event that says so."""
-        ev = self.drive.command("node_up" if not self.node_up(name) else "node_down", name)
+        ev = self.source.command("node_down" if self.node_is_up(name) else "node_up", name)
         if ev is not None:
             self.current = ev
         return ev
 
     @property
     def has_store(self) -> bool:
-        return getattr(self.sim, "control_plane", None) is not None
+        return self.source.wal_counters() is not None
 
     @property
     def control_plane_down(self) -> bool:
-        cp = getattr(self.sim, "control_plane", None)
-        return bool(cp is not None and cp.down)
+        return self.source.control_plane_down
 
     def wal_counters(self) -> dict | None:
-        cp = getattr(self.sim, "control_plane", None)
-        return cp.counters() if cp is not None else None
+        return self.source.wal_counters()
 
     def crash_control_plane(self) -> Event | None:
         """Crash the control plane; None when the scenario has no store (or it is down already)."""
-        ev = self.drive.command("crash")
+        ev = self.source.command("crash")
         if ev is not None:
             self.current = ev
         return ev
