@@ -84,7 +84,7 @@ def test_while_down_reject_rejects_with_the_reason():
 
 
 def test_log_on_disk_verifies_after_a_run(tmp_path):
-    from kvtui.store.commands import wal_main
+    from kvtui.cli.wal import main as wal_main
 
     s = load_scenario(SCENARIOS / "crash-recovery.yaml", [f"metadata.dir={tmp_path / 'wal'}"])
     sim = Simulation(s)

@@ -31,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "profiles": ("kvtui.cli.profiles:main", "profiles [SCENARIO]", "hardware and model profiles with their sources"),
     "sweep": ("kvtui.cli.sweep:main", "sweep SCENARIO... --grid K=V", "scenarios x grid x policies x seeds, in parallel (local or Ray), to JSON Lines"),
     "plot": ("kvtui.cli.plot:main", "plot FILE --x KEY --y METRIC", "a sweep's results as a line chart (terminal, --out SVG/PNG)"),
-    "wal": ("kvtui.store.commands:wal_main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
+    "wal": ("kvtui.cli.wal:main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
 }
 
 

@@ -95,8 +95,10 @@ def check_budget(file: str, scenario: "Scenario", cost) -> None:
 
 def trace_lines(scenario: "Scenario") -> int | None:
     """Lines of a one-file trace (an upper bound on its requests), counted without parsing."""
+    from kvtui.scenario.trace_formats import is_conversations
+
     trace = scenario.workload.trace
-    if trace is None or trace.format == "weka" or not os.path.isfile(trace.path):
+    if trace is None or is_conversations(trace.format) or not os.path.isfile(trace.path):
         return None
     lines = 0
     with open(trace.path, "rb") as f:

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from kvtui.cli.common import Parser, UsageError
+from kvtui.scenario.trace_formats import TRACE_FORMAT_NAMES, format_of_file
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _UNITS = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
@@ -31,13 +32,10 @@ def parse_capacities(text: str) -> tuple[int, ...]:
 
 def guess_format(path: str) -> str:
     p = Path(path)
-    if p.is_dir() or p.suffix == ".json":
-        return "weka"
-    if p.suffix == ".csv":
-        return "azure"
-    if p.suffix == ".jsonl":
-        return "mooncake"
-    raise UsageError(f"cannot tell the format of {path!r} from its name; give --format mooncake|azure|weka")
+    found = format_of_file(p.is_dir(), p.suffix)
+    if found is None:
+        raise UsageError(f"cannot tell the format of {path!r} from its name; give --format {'|'.join(TRACE_FORMAT_NAMES)}")
+    return found
 
 
 def main(argv: list[str]) -> int:
@@ -53,7 +51,7 @@ def main(argv: list[str]) -> int:
         ),
     )
     s.add_argument("file", help="mooncake .jsonl, azure .csv, or a weka .json file or directory")
-    s.add_argument("--format", choices=("mooncake", "azure", "weka"), help="default: from the file name")
+    s.add_argument("--format", choices=TRACE_FORMAT_NAMES, help="default: from the file name")
     s.add_argument("--capacity", default="1M,3M,10M", help="total KV capacity in tokens (k, M, G), comma-separated")
     s.add_argument("--nodes", type=int, default=10, help="cache-blind caches the capacity is split over (default 10)")
     s.add_argument("--skip-invalid", action="store_true", help="skip invalid records (and count them) instead of stopping")

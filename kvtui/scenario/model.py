@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kvtui.scenario.trace_formats import TraceFormatName
+
 
 def doc(text: str, **bounds) -> dict:
     """Metadata for a field: its documentation and optional inclusive bounds / choices."""
@@ -121,7 +123,7 @@ class PrefixGroup:
 class Trace:
     """Replay of a recorded workload instead of synthetic groups."""
 
-    format: Literal["mooncake", "azure", "weka"] = field(default="mooncake", metadata=doc("trace file format"))
+    format: TraceFormatName = field(default="mooncake", metadata=doc("trace file format"))
     path: str = field(default="", metadata=doc("trace file (or directory of weka sessions), relative to the scenario"))
     limit: int | None = field(default=None, metadata=doc("replay at most this many requests", min=1, max=10_000_000))
     time_scale: float = field(default=1.0, metadata=doc("multiply inter-arrival gaps by this", min=0.0001, max=1e6))

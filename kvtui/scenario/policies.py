@@ -1,18 +1,47 @@
-"""The routing policies' names, with one line each: the scenario validator, the CLI help and the
-app's palette read them here, so none of them has to import the engine to know a name."""
+"""The routing policies, one row each: the name (written here and nowhere else), the class
+that implements it and one line for the help. The scenario validator, the CLI help and the
+app's palette read the names here without importing the engine; the engine's registry
+(kvtui/sim/router/registry.py) imports the class named in the row when a run asks for it.
+
+Adding a policy is one file under kvtui/sim/router/ (a `Policy` subclass, citing the code it
+follows) and one row here (docs/architecture.md, "How to add a routing policy").
+"""
 
 from __future__ import annotations
 
-POLICIES: dict[str, str] = {
-    "round_robin": "the next node in turn (cache-blind baseline)",
-    "random": "a node drawn at random (cache-blind baseline)",
-    "least_loaded": "fewest running + waiting requests (cache-blind baseline)",
-    "session_affinity": "a conversation stays on the node of its first turn",
-    "cache_aware": "the seed project's prefix-first router, no load term (a lesson in hot spots)",
-    "load_prefix": "llm-d scheduler profile: weighted prefix, queue and KV-utilisation scorers",
-    "dynamo": "NVIDIA Dynamo KV router: prefill blocks x overlap weight + decode blocks, lowest cost",
-    "sglang_cache_aware": "SGLang gateway: shortest queue when imbalanced, else approximate-tree match",
-    "predicted_latency": "llm-d predicted-latency scheduler: online TTFT/TPOT regressors, SLO headroom",
+from typing import NamedTuple
+
+
+class PolicyEntry(NamedTuple):
+    implementation: str  # "module:Class", a subclass of kvtui.sim.router.base.Policy
+    about: str  # one line for the help and the palette
+
+
+POLICIES: dict[str, PolicyEntry] = {
+    "round_robin": PolicyEntry("kvtui.sim.router.simple:RoundRobin", "the next node in turn (cache-blind baseline)"),
+    "random": PolicyEntry("kvtui.sim.router.simple:RandomPick", "a node drawn at random (cache-blind baseline)"),
+    "least_loaded": PolicyEntry("kvtui.sim.router.simple:LeastLoaded", "fewest running + waiting requests (cache-blind baseline)"),
+    "session_affinity": PolicyEntry("kvtui.sim.router.affinity:SessionAffinity", "a conversation stays on the node of its first turn"),
+    "cache_aware": PolicyEntry(
+        "kvtui.sim.router.cache_aware:CacheAware",
+        "the seed project's prefix-first router, no load term (a lesson in hot spots)",
+    ),
+    "load_prefix": PolicyEntry(
+        "kvtui.sim.router.load_prefix:LoadPrefix",
+        "llm-d scheduler profile: weighted prefix, queue and KV-utilisation scorers",
+    ),
+    "dynamo": PolicyEntry(
+        "kvtui.sim.router.dynamo:Dynamo",
+        "NVIDIA Dynamo KV router: prefill blocks x overlap weight + decode blocks, lowest cost",
+    ),
+    "sglang_cache_aware": PolicyEntry(
+        "kvtui.sim.router.sglang:SGLangCacheAware",
+        "SGLang gateway: shortest queue when imbalanced, else approximate-tree match",
+    ),
+    "predicted_latency": PolicyEntry(
+        "kvtui.sim.router.predicted_latency:PredictedLatency",
+        "llm-d predicted-latency scheduler: online TTFT/TPOT regressors, SLO headroom",
+    ),
 }
 
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)

@@ -1,4 +1,5 @@
-"""`kvtui wal inspect|verify|dump DIR`: look at a metadata log without changing it.
+"""`kvtui wal inspect|verify|dump DIR`: look at a metadata log without changing it (the
+arguments are parsed in kvtui/cli/wal.py).
 
 All three are read-only (no repair, no truncation — that is what opening the store does) and
 share one walk, `recovery.scan`, with the same checks recovery applies, plus a structural
@@ -14,7 +15,6 @@ print what they can read before raising.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
@@ -30,26 +30,14 @@ from kvtui.store.scan import scan as walk_log
 from kvtui.store.state import MetaState, digest_of
 
 
-def wal_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="kvtui wal", description="Inspect, verify or dump a kvtui metadata WAL directory "
-        "(read-only).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("inspect", help="segments, snapshots, record counts and sizes")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p = sub.add_parser("verify", help="check every checksum and link; exit 2 if damaged")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p = sub.add_parser("dump", help="every record as a JSON line (seq, op, fields)")
-    p.add_argument("dir", metavar="DIR")
-    args = parser.parse_args(argv)
+def wal_command(command: str, directory: str, as_json: bool = False) -> int:
+    """Run `inspect`, `verify` or `dump` on DIR (kvtui/cli/wal.py parses the command line)."""
     try:
-        walk = _Walk(args.dir, decode_ops=True, want_ops=args.command == "dump")
-        if args.command == "inspect":
-            _inspect(walk, args.json)
-        elif args.command == "verify":
-            _verify(walk, args.json)
+        walk = _Walk(directory, decode_ops=True, want_ops=command == "dump")
+        if command == "inspect":
+            _inspect(walk, as_json)
+        elif command == "verify":
+            _verify(walk, as_json)
         else:
             _dump(walk)
     except BrokenPipeError:

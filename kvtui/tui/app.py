@@ -36,6 +36,7 @@ from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, PREFERRED_ORDER, load_themes
+from kvtui.tui.panels import PANELS, VIEWS, narrow_css
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.candidates import CandidateTable
 from kvtui.tui.widgets.decision_log import DecisionLog
@@ -47,7 +48,7 @@ from kvtui.tui.widgets.log_list import LogList
 from kvtui.tui.widgets.status_bar import StatusBar
 from kvtui.tui.widgets.overview import OVERVIEW_FROM, OverviewStrip
 from kvtui.tui.widgets.timeline import ChapterLine, Timeline
-from kvtui.tui.widgets.view_tabs import VIEWS, ViewTabs
+from kvtui.tui.widgets.view_tabs import ViewTabs
 
 FPS = 20
 FRAME_BUDGET_S = 0.025  # most wall time a frame may spend advancing the simulation
@@ -72,6 +73,7 @@ class MainScreen(Screen[None]):
 
 class KvtuiApp(App[None]):
     CSS_PATH = "app.tcss"
+    CSS = narrow_css()
     TITLE = "kvtui"
     COMMANDS = App.COMMANDS | {KvtuiCommands}
 
@@ -145,10 +147,8 @@ class KvtuiApp(App[None]):
                 yield LatencyPanel(self.runner, id="latency-wide")
             with Vertical(id="right"):
                 yield ViewTabs(id="tabs")
-                yield DecisionLog(id="decisions", classes="view")
-                yield CandidateTable(id="candidates", classes="view")
-                yield EventLog(id="events", classes="view")
-                yield LatencyPanel(self.runner, id="latency", classes="view")
+                for panel in PANELS:
+                    yield panel.make(self.runner, panel.id)
         yield Footer()
 
     def on_mount(self) -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kvtui.errors import InputError
 from kvtui.store import MetadataStore
 from kvtui.store import segment as sg
-from kvtui.store.commands import wal_main
+from kvtui.cli.wal import main as wal_main
 from storetest_support import (History, Model, build_log, clone, flip_bit, frame_offsets,
                                segments, snapshots)
 

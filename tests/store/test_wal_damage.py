@@ -21,7 +21,7 @@ from kvtui.store import MetadataStore
 from kvtui.store import frame as fr
 from kvtui.store import segment as sg
 from kvtui.store import snapshot as sn
-from kvtui.store.commands import wal_main
+from kvtui.cli.wal import main as wal_main
 from storetest_support import (SCALE, History, build_log, clone, data_end, do, flip_bit,
                                frame_offsets, random_batches, segments, snapshots)
 

@@ -11,14 +11,10 @@ from typing import Sequence
 
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note
 
 
-@register("session_affinity")
 class SessionAffinity(Policy):
-    name = "session_affinity"
-
     def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
         home = ctx.sessions.get(req.session)
         scores = {s.name: (1.0 if s.name == home else 0.0) for s in ok}

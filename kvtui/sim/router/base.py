@@ -1,4 +1,4 @@
-"""The policy interface: every routing policy is a subclass registered by name.
+"""The policy interface: every routing policy is a subclass, named once in kvtui/scenario/policies.py.
 
 A policy gets the request, a `Context` (the seeded RNG, block size, session table, sim time)
 and one `NodeState` snapshot per node, and returns a `Decision`. The base class does llm-d's
@@ -36,7 +36,6 @@ class Context:
 
 
 class Policy:
-    name = "policy"
     EVENT_TYPES: tuple[type[Event], ...] = ()
     # Whether `choose` reads `NodeState.prefill_tokens`: the Router walks every node's queue
     # for it per decision only then (it is -1 otherwise), a cost that grows with the cluster.

@@ -23,14 +23,10 @@ from typing import Sequence
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, pick_best, tie_note
 
 
-@register("cache_aware")
 class CacheAware(Policy):
-    name = "cache_aware"
-
     def __init__(self, fill: str = "least_loaded") -> None:
         self.fill = fill
 

@@ -47,7 +47,6 @@ from kvtui.events import Event, FirstToken, NodeDown, RequestCompleted, RequestR
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
 
 
@@ -133,9 +132,7 @@ def sample_index(probs: Sequence[float], u: float) -> int:
     return len(probs) - 1
 
 
-@register("dynamo")
 class Dynamo(Policy):
-    name = "dynamo"
     EVENT_TYPES = (FirstToken, RequestCompleted, RequestRejected, NodeDown)
 
     def __init__(self, overlap_score_weight: float = 1.0, temperature: float = 0.0) -> None:

@@ -26,7 +26,6 @@ from typing import Sequence
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
 
 PRESETS: dict[str, tuple[float, float, float]] = {
@@ -49,10 +48,7 @@ def queue_scores(ok: Sequence[NodeState]) -> dict[str, float]:
     return {s.name: (hi - s.waiting) / (hi - lo) for s in ok}
 
 
-@register("load_prefix")
 class LoadPrefix(Policy):
-    name = "load_prefix"
-
     def __init__(self, prefix: float = 3.0, queue: float = 2.0, kv: float = 2.0) -> None:
         self.w_prefix, self.w_queue, self.w_kv = prefix, queue, kv
 

@@ -63,7 +63,6 @@ from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.predictor import LatencyPredictor, PredictorConfig, Row
-from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
 
 W_MAX = 100  # latency-scorer's score resolution (wMax)
@@ -174,9 +173,7 @@ def blend_scores(bucket: Sequence[NodeState], preds: dict[str, Pred], ttft_weigh
     return out
 
 
-@register("predicted_latency")
 class PredictedLatency(Policy):
-    name = "predicted_latency"
     EVENT_TYPES = (FirstToken, RequestCompleted, RequestRejected)
     READS_PREFILL_TOKENS = True
 

@@ -1,30 +1,24 @@
-"""Routing policies by name. Each policy module registers itself here on import; the names and
-their one-line descriptions live in kvtui.scenario.policies, so the validator and the CLI know
-them without importing the engine."""
+"""Routing policies by name: the class of a name is the one its row in kvtui/scenario/policies.py
+names, imported when a run first asks for it (so the validator and the CLI know the names
+without importing the engine, and a policy's name is written once)."""
 
 from __future__ import annotations
 
+import importlib
+
 from kvtui.scenario.model import Router as RouterConfig
-from kvtui.scenario.policies import POLICY_NAMES
-
-_POLICIES: dict[str, type] = {}
-
-
-def register(name: str):
-    def deco(cls):
-        if name not in POLICY_NAMES:
-            raise ValueError(f"policy {name!r} is missing from kvtui.scenario.policies")
-        _POLICIES[name] = cls
-        return cls
-
-    return deco
+from kvtui.scenario.policies import POLICIES, POLICY_NAMES
+from kvtui.sim.router.base import Policy
 
 
-def make_policy(name: str, cfg: RouterConfig | None = None):
-    from kvtui.sim.router import policies  # noqa: F401  (registers the classes)
-
+def policy_class(name: str) -> type[Policy]:
+    """The `Policy` subclass registered under `name`."""
     try:
-        cls = _POLICIES[name]
+        module, _, cls = POLICIES[name].implementation.partition(":")
     except KeyError:
         raise KeyError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}") from None
-    return cls.from_config(cfg if cfg is not None else RouterConfig())
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_policy(name: str, cfg: RouterConfig | None = None) -> Policy:
+    return policy_class(name).from_config(cfg if cfg is not None else RouterConfig())

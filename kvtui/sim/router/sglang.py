@@ -47,13 +47,10 @@ from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.radix_tree import RadixTree
-from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
 
 
-@register("sglang_cache_aware")
 class SGLangCacheAware(Policy):
-    name = "sglang_cache_aware"
     EVENT_TYPES = (RequestCompleted, RequestRejected, NodeDown, NodeUp)
 
     def __init__(

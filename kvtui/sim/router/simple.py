@@ -6,15 +6,11 @@ from typing import Sequence
 
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.registry import register
 from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note
 
 
-@register("round_robin")
 class RoundRobin(Policy):
     """The next eligible node after the last one picked (skipping nodes that would refuse)."""
-
-    name = "round_robin"
 
     def __init__(self) -> None:
         self._next = 0
@@ -29,22 +25,16 @@ class RoundRobin(Policy):
         raise AssertionError("choose is only called with an eligible node")
 
 
-@register("random")
 class RandomPick(Policy):
     """Uniformly at random among eligible nodes, from the simulation's seeded RNG."""
-
-    name = "random"
 
     def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
         pick = ok[int(ctx.rng.integers(len(ok)))]
         return Decision(pick.name, f"random: drew {pick.name} of {len(ok)} eligible", candidates(states, {pick.name: 1.0}))
 
 
-@register("least_loaded")
 class LeastLoaded(Policy):
     """Fewest active (running + waiting) requests; then most free blocks; then the seeded RNG."""
-
-    name = "least_loaded"
 
     def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
         pick, margin, tied = least_loaded(ok, ctx.rng)

@@ -13,7 +13,6 @@ from kvtui.sim.workload.reader import MAX_TOKENS, Bad, TraceReader, TraceRequest
 
 
 class AzureReader(TraceReader):
-    format = "azure"
     hash_block = None
 
     def parse(self, number: int, raw: bytes) -> tuple[tuple[int, float], TraceRequest] | None:

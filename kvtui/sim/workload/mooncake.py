@@ -22,7 +22,6 @@ MOONCAKE_HASH_BLOCK = 512
 
 
 class MooncakeReader(TraceReader):
-    format = "mooncake"
     hash_block = MOONCAKE_HASH_BLOCK
 
     def parse(self, number_: int, line: bytes) -> tuple[float, TraceRequest]:

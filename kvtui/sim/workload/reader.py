@@ -15,6 +15,7 @@ all (empty, header-only, or everything skipped) is an error either way.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from dataclasses import dataclass
@@ -86,7 +87,6 @@ class TraceReader:
     becomes seconds from the first record (`seconds`); the base checks the times and the lengths.
     """
 
-    format = ""
     hash_block: int | None = None
 
     def __init__(self, path: str, skip_invalid: bool = False):
@@ -267,3 +267,11 @@ def short(value: Any) -> str:
         return "a number of more than 60 digits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def reader_class(name: str) -> type:
+    """The reader of a trace format: the class its row in kvtui/scenario/trace_formats.py names."""
+    from kvtui.scenario.trace_formats import TRACE_FORMATS
+
+    module, _, cls = TRACE_FORMATS[name].reader.partition(":")
+    return getattr(importlib.import_module(module), cls)

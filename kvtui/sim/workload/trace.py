@@ -32,11 +32,11 @@ import simpy
 
 from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
+from kvtui.scenario.trace_formats import is_conversations
 from kvtui.sim.request import Request
 from kvtui.sim.workload.arrivals import Submit, start_arrivals
-from kvtui.sim.workload.azure import AzureReader
-from kvtui.sim.workload.mooncake import MOONCAKE_HASH_BLOCK, MooncakeReader
-from kvtui.sim.workload.reader import TraceReader, TraceRequest
+from kvtui.sim.workload.mooncake import MOONCAKE_HASH_BLOCK
+from kvtui.sim.workload.reader import TraceReader, TraceRequest, reader_class
 from kvtui.sim.workload.slo import slo_fields
 from kvtui.sim.workload.trace_keys import HashChain, covered_keys, own_keys
 from kvtui.sim.workload.weka import WekaConversation, WekaReader
@@ -45,14 +45,8 @@ LABELLED_PREFIXES = 8
 """Mooncake requests are grouped by their first hash id, so the screen can colour shared
 prefixes; the first this-many distinct ids get a label of their own, the rest are "other"."""
 
-LINE_READERS = {"mooncake": MooncakeReader, "azure": AzureReader}
-
-
 def line_reader(trace: Trace) -> TraceReader:
-    try:
-        return LINE_READERS[trace.format](trace.path, trace.skip_invalid)
-    except KeyError:
-        raise ValueError(f"unknown trace format {trace.format!r}") from None
+    return reader_class(trace.format)(trace.path, trace.skip_invalid)
 
 
 def selected(records: Iterator[TraceRequest], start_s: float, limit: int | None) -> Iterator[TraceRequest]:
@@ -88,7 +82,7 @@ class TraceWorkload:
         self.weka: WekaReader | None = None
         self.conversation_ids: list[str] = []
         self.weka_requests = 0  # requests in the weka files (one copy each)
-        if trace.format == "weka":
+        if is_conversations(trace.format):
             self._scan_weka()
         else:
             self._scan_lines()
@@ -125,7 +119,7 @@ class TraceWorkload:
     @property
     def total_requests(self) -> int | None:
         """Requests the replay will issue at most (for progress)."""
-        if self.trace.format != "weka":
+        if not is_conversations(self.trace.format):
             return len(self.times)
         total = self.weka_requests * self.trace.copies
         return total if self.trace.limit is None else min(total, self.trace.limit)
@@ -135,7 +129,7 @@ class TraceWorkload:
         out = []
         if self.skipped:
             out.append(f"{self.trace.path}: skipped {self.skipped} invalid record(s) (skip_invalid: true)")
-        if self.trace.format == "weka":
+        if is_conversations(self.trace.format):
             n = len(self.conversation_ids)
             copies = self.trace.copies
             out.append(
@@ -147,7 +141,7 @@ class TraceWorkload:
     def start(self, env: simpy.Environment, submit: Submit) -> None:
         self.env = env
         self._submit = submit
-        if self.trace.format == "weka":
+        if is_conversations(self.trace.format):
             start_arrivals(env, self.arrival, self.rng, self._may_start, self._start_conversation)
         else:
             env.process(self._replay())

@@ -34,9 +34,8 @@ from typing import Iterator
 
 import numpy as np
 
-from kvtui.sim.workload.azure import AzureReader
-from kvtui.sim.workload.mooncake import MooncakeReader
-from kvtui.sim.workload.reader import TraceRequest
+from kvtui.scenario.trace_formats import is_conversations
+from kvtui.sim.workload.reader import TraceRequest, reader_class
 from kvtui.sim.workload.weka import WekaReader
 
 DEFAULT_CAPACITIES = (1_000_000, 3_000_000, 10_000_000)
@@ -111,14 +110,14 @@ def trace_stats(
 ) -> TraceStats:
     """Read the trace once and measure it (raises InputError on a broken trace, like a replay)."""
     conversations = None
-    if fmt == "weka":
+    if is_conversations(fmt):
         reader = WekaReader(path, skip_invalid)
         convs = list(reader.conversations())
         conversations = len(convs)
         stream = _merged(convs)
         hash_block = convs[0].hash_block if convs else None
     else:
-        reader = {"mooncake": MooncakeReader, "azure": AzureReader}[fmt](path, skip_invalid)
+        reader = reader_class(fmt)(path, skip_invalid)
         stream = ((0, rec) for rec in reader.records())
         hash_block = reader.hash_block
     caches = [(_LRU(c // hash_block), [_LRU(c // nodes // hash_block) for _ in range(nodes)]) for c in capacities] if hash_block else []
@@ -142,7 +141,7 @@ def trace_stats(
             got[0] += min(one.serve(keys) * hash_block, rec.prompt)
             got[1] += min(split[n % nodes].serve(keys) * hash_block, rec.prompt)
     stats.skipped = reader.skipped
-    stats.duration_s = None if fmt == "weka" else last - first
+    stats.duration_s = None if is_conversations(fmt) else last - first
     stats.input, stats.output = _summary(inputs), _summary(outputs)
     stats.tokens = sum(inputs) if hash_block else 0
     for c, (g, s) in zip(capacities, hits):

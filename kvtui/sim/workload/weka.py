@@ -60,7 +60,6 @@ class WekaConversation:
 class WekaReader:
     """The session files of a path (a file, or every `*.json` of a directory in name order)."""
 
-    format = "weka"
 
     def __init__(self, path: str, skip_invalid: bool = False, max_files: int | None = None):
         self.path = path

@@ -7,7 +7,7 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-VIEWS = (("decisions", "Decisions"), ("candidates", "Candidates"), ("events", "Events"), ("latency", "Latency"))
+from kvtui.tui.panels import VIEWS
 
 
 class ViewTabs(Widget):
