@@ -17,7 +17,7 @@ subscribe to in order to know which node holds which blocks.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import ClassVar
 
 
@@ -26,11 +26,6 @@ class Event:
     seq: int
     t: float
     kind: ClassVar[str] = "event"
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["kind"] = self.kind
-        return d
 
 
 @dataclass(slots=True, unsafe_hash=True)

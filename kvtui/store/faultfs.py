@@ -23,7 +23,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from typing import Iterable
 
 from kvtui.store.fs import RealFS
 
@@ -331,8 +330,3 @@ class FaultFS(RealFS):
                 data.extend(bytes(off - len(data)))
             data[off:off + len(chunk)] = chunk
         return bytes(data)
-
-    def ops_named(self, names: Iterable[str]) -> list[int]:
-        """Indexes (in `trace`) of operations whose name is in `names`."""
-        wanted = set(names)
-        return [i for i, (op, _) in enumerate(self.trace) if op in wanted]

@@ -8,7 +8,7 @@ reported, never hidden.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 # kinds of damage; only "torn_tail" is what a crash by itself can leave behind
 TORN_TAIL = "torn_tail"
@@ -69,11 +69,6 @@ class RecoveryReport:
     @property
     def sound(self) -> bool:
         return not self.damage
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["damage"] = [asdict(x) for x in self.damage]
-        return d
 
     def as_items(self, wall_time: bool = False) -> tuple[tuple[str, object], ...]:
         """Flat (name, value) pairs, e.g. for the engine's ControlPlaneRecovered event.

@@ -114,7 +114,6 @@ class Log:
         self._batch: list = []  # records of the open RECORDS batch
         self._batch_bytes = 0
         self.records_written = 0
-        self._seg_name = ""
         self._seg_index = -1
         self._seg_crc = 0
         self._seg_size = 0  # bytes of header + frames: where the next frame goes
@@ -184,7 +183,7 @@ class Log:
         if last is not None and last.header is not None:
             cut = sc.cut is not None and sc.cut[0] == last.name
             end = last.end_seq
-            self._seg_name, self._seg_index = last.name, last.index
+            self._seg_index = last.index
             self._seg_crc, self._seg_size = last.header.crc, last.valid_end
             self._alloc_end = last.valid_end if cut else last.size
             if end < self.last_seq:
@@ -320,7 +319,7 @@ class Log:
         header, crc = sg.encode_header(self.log_id, index, self.last_seq + 1 - self._buffered,
                                        self._seg_crc)
         write_atomic(fs, d, name, header, sync=sync)
-        self._seg_name, self._seg_index, self._seg_crc = name, index, crc
+        self._seg_index, self._seg_crc = index, crc
         self._seg_size = self._alloc_end = len(header)
         self._segments.append((name, self.last_seq + 1 - self._buffered))
         self._write_current(sync=sync or first)
@@ -408,10 +407,6 @@ class Log:
             self.fs.unlock(lk)
 
     # -- information -------------------------------------------------------------------------
-
-    @property
-    def segment_count(self) -> int:
-        return len(self._segments)
 
     def stats(self) -> dict:
         return {"frames": self.frames_written, "records": self.records_written,

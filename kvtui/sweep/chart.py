@@ -138,7 +138,3 @@ def _line(ax: int, ay: int, bx: int, by: int, put) -> None:
         if e2 <= dx:
             err += dx
             ay += sy
-
-
-def to_text(rows: list[list[Cell]]) -> str:
-    return "\n".join("".join(ch for ch, _ in row).rstrip() for row in rows)

@@ -74,12 +74,6 @@ def user_theme_dir() -> Path:
     return Path(base) / "kvtui" / "themes"
 
 
-def theme_dir() -> Path | None:
-    """The user's theme directory if it exists (kept for callers that name one directory)."""
-    d = user_theme_dir()
-    return d if d.is_dir() else None
-
-
 def load_theme_file(path: Path) -> Theme:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

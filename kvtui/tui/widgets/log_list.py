@@ -241,14 +241,6 @@ class LogList(ScrollView, can_focus=True):
         if ev is not None:
             self.post_message(self.Chosen(self, ev))
 
-    def select_event(self, ev: Event) -> bool:
-        """Put the cursor on this event if the list holds it."""
-        for i in range(len(self.items) - 1, -1, -1):
-            if self.items[i].seq == ev.seq:
-                self._move_to(i)
-                return True
-        return False
-
     def on_click(self, event) -> None:
         index = self.scroll_offset.y + event.y
         if 0 <= index < len(self.items):
