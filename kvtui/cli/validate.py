@@ -16,12 +16,11 @@ def main(argv: list[str]) -> int:
     add_force_option(p)
     args = p.parse_args(argv)
     scenario = load(args, budget=False)
-    if scenario.workload.trace is not None:
+    notes: list[str] = []
+    if scenario.workload.trace is not None:  # read it whole now: a broken line is reported here, not mid-run
         from kvtui.run.traces import read_whole_trace
 
         notes = read_whole_trace(scenario)
-    else:
-        notes = []
     cost = cost_of(scenario)
     print(f"{args.scenario}: {cost.summary()}")
     if not args.force:

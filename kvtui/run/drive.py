@@ -28,12 +28,20 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kvtui.events import BatchStepped, BlocksStored, ControlPlaneCrashed, ControlPlaneRecovered, Event, NodeDown, NodeUp
+from kvtui.events import (
+    BatchStepped,
+    BlocksStored,
+    ControlPlaneCrashed,
+    ControlPlaneRecovered,
+    Event,
+    NodeDown,
+    NodeUp,
+)
+from kvtui.run.facts import Facts, SimulationFacts
+from kvtui.run.journal import Journal
+from kvtui.run.source import Navigable
 from kvtui.scenario.model import Scenario
 from kvtui.sim.engine import Simulation
-from kvtui.run.journal import Journal
-from kvtui.run.facts import Facts, SimulationFacts
-from kvtui.run.source import Navigable
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.view import ViewCache, block_view, key_figures
 from kvtui.views import BlockView, ClusterView, KeyFigures

@@ -41,7 +41,6 @@ from kvtui.events import (
     RouteDecided,
     SimulationEnded,
 )
-
 from kvtui.run.facts import Facts, NoFacts
 
 __all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "life_lines", "request_of", "summary"]
@@ -540,6 +539,7 @@ def explain(ev: Event | None, facts: Facts | None = None, history: History | Non
 # ---------------------------------------------------------------------- one request's life
 def request_of(ev: Event | None) -> str | None:
     """The request an event is about (None for node- or cluster-level events)."""
+    candidates: tuple[str | None, ...]
     match ev:
         case BlocksEvicted():
             candidates = (ev.for_request,)

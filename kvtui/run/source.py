@@ -24,8 +24,8 @@ from kvtui.events import Event
 from kvtui.views import BlockView, ClusterView, KeyFigures
 
 if TYPE_CHECKING:
-    from kvtui.run.journal import Journal
     from kvtui.run.facts import Facts
+    from kvtui.run.journal import Journal
     from kvtui.sim.metrics import Metrics
 
 

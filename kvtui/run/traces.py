@@ -20,5 +20,7 @@ def read_whole_trace(scenario: Scenario) -> list[str]:
     """Read the scenario's trace now, so a broken line is reported before a run rather than
     in the middle of one; the workload's notes (skipped records, weka copies)."""
     w = scenario.workload
+    if w.trace is None:
+        return []
     workload = TraceWorkload(w.trace, w.arrival, scenario.cluster.block_size, np.random.default_rng(0))
     return workload.notes()
