@@ -248,6 +248,7 @@ class Pair:
         self.waiting: list[Sequence] = []
         self.running: list[Sequence] = []
         self.admissions = 0
+        self.preemptions = 0
         self.agree = Counter()
         self.first_disagreement: str | None = None
 
@@ -304,6 +305,7 @@ class Pair:
             self.stream.finished.append(seq.tokens)
 
     def preempt(self, seq: Sequence) -> None:
+        self.preemptions += 1
         self.running.remove(seq)
         self.vllm.free(seq)
         self.kvtui.free(seq)
@@ -342,7 +344,7 @@ def test_block_pool_agrees_with_vllm(num_blocks, capsys):
 
 
 def test_the_stream_reaches_the_cases_that_matter():
-    """The stream is worth comparing on: duplicates, evictions, front-of-queue reuse, preemption."""
+    """The stream is worth comparing on: duplicate copies, eviction pressure, preemption."""
     v = _peer()
     pair = Pair(v, 25, seed=7)
     events: list[tuple] = []
@@ -359,6 +361,7 @@ def test_the_stream_reaches_the_cases_that_matter():
     removed = [e for e in events if e[0] == "removed"]
     assert any(c > 1 for c in stored.values()), "no key was ever stored twice"
     assert len(removed) > 100, "too little eviction pressure"
+    assert pair.preemptions > 0, "no step ever ran out of blocks"
 
 
 _LOADED = None
