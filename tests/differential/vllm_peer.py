@@ -51,7 +51,7 @@ def load(install: Path) -> types.SimpleNamespace:
     """Import the real modules from `install` (the peer's directory) and return them."""
     src, site = install / "src", install / "site"
     if str(site) not in sys.path:
-        sys.path.insert(0, str(site))
+        sys.path.append(str(site))  # after the project's own packages: it only fills in what they lack
     for pkg in ("vllm", "vllm.v1", "vllm.v1.core", "vllm.distributed", "vllm.utils", "vllm.multimodal"):
         _module(pkg, src.joinpath(*pkg.split(".")))
     _module("vllm.config", src / "vllm" / "config", VllmConfig=_placeholder("VllmConfig"))
