@@ -48,4 +48,4 @@ def test_without_chunked_prefill_the_whole_sequence_must_fit_one_iteration():
 def test_a_request_larger_than_the_pool_is_rejected_with_the_numbers():
     reasons = rejections(one_node(kv_blocks=20))
     assert len(reasons) == 3
-    assert "needs 25 blocks for 300+100 tokens; n can hold at most 20" in reasons[0]
+    assert "needs 25 blocks for 300+100 tokens; n can hold at most 19 of its 20 blocks" in reasons[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kv_replay import KVReplay
 
 from kvtui.events import ControlPlaneCrashed, ControlPlaneRecovered, RequestRejected
 from kvtui.scenario import load_scenario
@@ -18,10 +19,12 @@ def run_collecting(scenario, seed=None):
     seen = []
     sim.subscribe(seen.append, (ControlPlaneCrashed, ControlPlaneRecovered, RequestRejected))
     checks = []
+    replay = KVReplay(sim)
 
     def index_matches_pools(ev):
         for node in sim.nodes:
-            checks.append(set(node.pool.cached) == sim.router.index.keys_on(node.name))
+            checks.append(replay.indexed(node.name) == sim.router.index.keys_on(node.name))
+            checks.append(replay.pool_matches(node))
 
     sim.subscribe(index_matches_pools, (ControlPlaneRecovered,))
     sim.run()

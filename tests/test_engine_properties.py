@@ -7,6 +7,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kv_replay import KVReplay
 from kvtui.events import RequestArrived
 from kvtui.scenario.model import (
     Arrival,
@@ -86,13 +87,16 @@ def scenarios(draw):
     )
 
 
-def check_invariants(sim: Simulation, arrived: int) -> None:
+def check_invariants(sim: Simulation, arrived: int, replay: KVReplay) -> None:
     recovering = sim.control_plane is not None and sim.control_plane.down
     for node in sim.nodes:
-        node.pool.check()  # used + free = total, no negative count, free queue holds only idle blocks
+        node.pool.check()  # used + free = usable, no negative count, free queue holds only idle blocks
+        assert replay.pool_matches(node), "the pool's cached copies disagree with its KV events"
         index = sim.router.index
         if not recovering:  # while the control plane recovers, the router has no index at all
-            assert set(node.pool.cached) == index.keys_on(node.name, "gpu"), "KV index disagrees with the pool"
+            on_gpu = index.keys_on(node.name, "gpu")
+            assert on_gpu == replay.indexed(node.name, "gpu"), "KV index disagrees with the KV events"
+            assert on_gpu <= set(node.pool.cached), "KV index lists blocks the pool does not hold"
         cpu = node.kv.cpu
         if cpu is not None:
             cpu.check()
@@ -118,12 +122,13 @@ EXAMPLES = 25 * max(1, int(os.environ.get("KVTUI_PROPERTY_SCALE", "1")))
 @given(scenarios())
 def test_invariants_hold_after_every_event(scenario):
     sim = Simulation(scenario)
+    replay = KVReplay(sim)
     arrived = 0
     try:
         while (ev := sim.step()) is not None:
             if isinstance(ev, RequestArrived):
                 arrived += 1
-            check_invariants(sim, arrived)
+            check_invariants(sim, arrived, replay)
     finally:
         sim.close()
     assert sim.ended

@@ -63,7 +63,7 @@ def _run(kv: KVCacheManager, req: Request) -> float:
 
 def test_evicted_prefix_is_loaded_back_instead_of_recomputed():
     rec = Recorder()
-    kv = KVCacheManager("n", 4, 4, True, rec.stored, rec.evicted, OffloadSpec(cpu_blocks=8, seconds_per_block=0.001))
+    kv = KVCacheManager("n", 5, 4, True, rec.stored, rec.evicted, OffloadSpec(cpu_blocks=8, seconds_per_block=0.001))
     assert _run(kv, _request("a", (1, 2, 3), 12)) == 0.0
     _run(kv, _request("b", (5, 6, 7, 8), 16))  # needs all 4 blocks: a's three are evicted to the tier
     # tail first, as the GPU freed them: the tier's LRU end is then the prefix's tail too
@@ -79,7 +79,7 @@ def test_evicted_prefix_is_loaded_back_instead_of_recomputed():
 
 def test_without_a_tier_nothing_is_kept():
     rec = Recorder()
-    kv = KVCacheManager("n", 4, 4, True, rec.stored, rec.evicted)
+    kv = KVCacheManager("n", 5, 4, True, rec.stored, rec.evicted)
     _run(kv, _request("a", (1, 2, 3), 12))
     _run(kv, _request("b", (5, 6, 7, 8), 16))
     assert kv.computed(_request("c", (1, 2, 3, 9), 16), 16).tokens == 0

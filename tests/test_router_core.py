@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kv_replay import KVReplay
 
 from kvtui.events import RouteDecided
 from kvtui.scenario import load_scenario
@@ -175,9 +176,12 @@ def test_every_tie_breaking_policy_is_reproducible(policy):
 def test_index_agrees_with_the_pools_at_delay_zero():
     s = load_scenario(SCENARIOS / "pressure.yaml", ["until_s=40", "metadata=null"])
     sim = Simulation(s)
+    replay = KVReplay(sim)
     sim.run()
     for node in sim.nodes:
-        assert set(node.pool.cached) == sim.router.index.keys_on(node.name)
+        assert sim.router.index.keys_on(node.name) == replay.indexed(node.name)
+        assert replay.pool_matches(node)
+        assert replay.indexed(node.name) <= set(node.pool.cached)
     assert sim.router.report()["index"]["stale_decisions"] == 0
     sim.close()
 

@@ -1,26 +1,38 @@
-"""A node's KV-cache block pool, following vLLM v1's prefix caching.
+"""A node's KV-cache block pool, following vLLM v1's prefix caching as vLLM 0.33.0 has it.
 
-The rules, and where vLLM has them (vllm/v1/core/block_pool.py, kv_cache_manager.py,
-single_type_kv_cache_manager.py, kv_cache_utils.py):
+The rules, and where vLLM 0.33.0 has them (vllm/v1/core/block_pool.py `BlockPool`,
+vllm/v1/core/kv_cache_utils.py `FreeKVCacheBlockQueue`, vllm/v1/core/kv_cache_manager.py,
+single_type_kv_cache_manager.py); tests/differential/test_vllm_pool.py runs the real ones beside
+this pool and checks that they agree:
 
-- The pool is `num_blocks` blocks of `block_size` tokens. Every block has a reference count.
-- Only full blocks are cached: once a request has computed every token of a block, the block
-  is registered under its chained key (`BlockPool.cache_full_blocks`). If the key is already
-  cached by another block, the existing one stays the cached copy (vLLM keeps a map from key
-  to blocks; the duplicate is just a private block here).
+- The pool is `num_blocks` blocks of `block_size` tokens. Block 0 is vLLM's null block (the
+  placeholder `BlockPool.__init__` takes off the free queue at start): it is never allocated, so
+  N blocks give N - 1 usable ones. `num_blocks` stays the scenario's `kv_blocks` (what the user
+  set and reads); `usable` is one less, and `used_count` counts requests' blocks only (vLLM's
+  `get_usage` leaves the null block out the same way).
+- Every block has a reference count. Only full blocks are cached: once a request has computed
+  every token of a block, the block is registered under its chained key (`cache_full_blocks`).
+  One key can map to several blocks: vLLM does not de-duplicate (block tables are append-only),
+  so the recomputed last block of a fully cached block-aligned prompt is cached as a second copy
+  (`BlockHashToBlockMap.insert`). Each copy gets its own stored event, and each copy evicted its
+  own removed event, even while another copy stays cached. A lookup answers the oldest copy
+  still cached (`get_one_block`: the first of the map's blocks, in insertion order).
 - The free queue (`FreeKVCacheBlockQueue`) holds every block with reference count 0, cached or
-  not, in eviction order. At start it holds all blocks in id order.
+  not, in eviction order. At start it holds blocks 1..N-1 in id order.
 - Allocation (`get_new_blocks`) pops from the front of the free queue; if a popped block still
-  holds a key, that key is evicted (`_maybe_evict_cached_block`).
+  holds a key, that copy is evicted (`_maybe_evict_cached_block`).
 - A cache hit (`touch`) takes a block with count 0 out of the free queue and counts it up.
-- Freeing (`free`) counts a request's blocks down in *reverse* order, appending those that reach
-  0 to the back of the free queue: the tail of a prefix is evicted before its head, and the
-  longest-unused prefixes go first (LRU).
+- Freeing (`free_blocks`, called with a request's blocks reversed) counts them down tail first.
+  Those that reach 0 holding no key (a partial tail, output not yet full) go to the *front* of
+  the free queue, in that order, to be reused before any cached block is evicted; those holding
+  a key go to the back: the tail of a prefix is evicted before its head, and the longest-unused
+  prefixes go first (LRU).
 - Pinned blocks (kvtui's model of a preloaded system prompt) hold a reference that is never
   released, so they never enter the free queue and are never evicted.
 
 The pool reports every cache change through `emit` as a KV event (stored / evicted), which
-is how the router's KV index and the metadata store learn about it, as in vLLM's KV events.
+is how the router's KV index and the metadata store learn about it, as vLLM's `BlockStored` /
+`BlockRemoved` events do.
 
 Cost: the pool is on every request's path (a Mooncake prompt is ~750 blocks), so the per-block
 work is kept to C-level dict and list operations where the rule allows (`lookup` maps the keys
@@ -37,40 +49,46 @@ class OutOfBlocks(Exception):
     """Asked for more blocks than the free queue holds (callers check first; this is a bug)."""
 
 
-_END = -1  # no block: the end of the recycled list
-_OUT = -2  # this block is not in the recycled list
+NULL_BLOCK = 0  # vLLM's null block: never in the free queue, never allocated
+_END = -1  # no block: the end of a linked list
+_OUT = -2  # this block is in neither linked list
 
 
 class FreeQueue:
     """vLLM's FreeKVCacheBlockQueue: every block with reference count 0, in eviction order.
 
-    At start (and after a reset) the queue is all blocks in id order. Blocks that were never
-    allocated since stay at its front, in id order, because frees only append at the back and a
-    cache hit only removes a block that holds a key (one that was allocated). So the queue is
-    kept as two parts: the never-used blocks as the range [fresh, num_blocks), then the recycled
-    ones as a doubly linked list in two int32 arrays (`_next`, `_prev`), as vLLM links its free
-    blocks. Same order as one list of all blocks; allocating never-used blocks is a range slice,
-    and the recycled list costs 8 bytes a block whatever its length (an OrderedDict of block ids
-    took ~90 bytes a recycled block, most of a 64-node cluster's memory).
+    At start (and after a reset) the queue is blocks 1..N-1 in id order. Freed blocks go either
+    to the very front (no key) or to the very back (keyed), and a cache hit only removes a keyed
+    block, so the blocks never allocated since stay together, in id order, between the two. The
+    queue is kept as three parts: the `front` list, the never-used blocks as the range
+    [fresh, num_blocks), then the `back` list. Both lists are doubly linked through two shared
+    int32 arrays (`_next`, `_prev`), as vLLM links its free blocks: the same order as one list,
+    allocating never-used blocks is a range slice, and the lists cost 8 bytes a block whatever
+    their length (an OrderedDict of block ids took ~90 bytes a block, most of a 64-node
+    cluster's memory).
     """
 
-    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_head", "_tail", "_recycled")
+    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked")
 
     def __init__(self, num_blocks: int):
         self.num_blocks = num_blocks
-        self.fresh = 0  # blocks [fresh, num_blocks) were never allocated: the queue's front
-        self.size = num_blocks  # len(self), kept as a plain attribute: every routing snapshot of every node reads it
+        self.fresh = min(NULL_BLOCK + 1, num_blocks)  # blocks [fresh, num_blocks) were never allocated
+        self.size = num_blocks - self.fresh  # len(self), kept as a plain attribute: every routing snapshot of every node reads it
         self._next = array("i", [_OUT]) * num_blocks
         self._prev = array("i", [_OUT]) * num_blocks
-        self._head = self._tail = _END
-        self._recycled = 0
+        self._ends = [_END, _END, _END, _END]  # front head, front tail, back head, back tail
+        self._linked = 0  # blocks in the two lists
 
     def __len__(self) -> int:
         return self.size
 
     def __iter__(self):
+        yield from self._walk(0)
         yield from range(self.fresh, self.num_blocks)
-        b, nxt = self._head, self._next
+        yield from self._walk(2)
+
+    def _walk(self, part: int):
+        b, nxt = self._ends[part], self._next
         while b != _END:
             yield b
             b = nxt[b]
@@ -78,71 +96,95 @@ class FreeQueue:
     def __contains__(self, block: int) -> bool:
         return block >= self.fresh or self._prev[block] != _OUT
 
-    def pop_front(self, n: int) -> tuple[list[int], list[int]]:
-        """Take `n` blocks from the front: (never-used ones, recycled ones), in queue order."""
+    def pop_front(self, n: int) -> tuple[list[int], list[int], list[int]]:
+        """Take `n` blocks from the front: (front-list ones, never-used ones, back-list ones),
+        each in queue order. Only the back list's blocks can hold a key."""
+        front = self._pop_list(0, n)
+        n -= len(front)
         take = min(n, self.num_blocks - self.fresh)
         fresh = list(range(self.fresh, self.fresh + take))
         self.fresh += take
         self.size -= take
-        m = n - take
-        recycled: list[int] = []
-        if m:
-            nxt, prv = self._next, self._prev
-            b = self._head
-            for _ in range(m):
-                recycled.append(b)
-                following = nxt[b]
-                nxt[b] = prv[b] = _OUT
-                b = following
-            self._head = b
-            if b == _END:
-                self._tail = _END
-            else:
-                prv[b] = _END
-            self._recycled -= m
-            self.size -= m
-        return fresh, recycled
+        back = self._pop_list(2, n - take)
+        return front, fresh, back
 
     def pop_one(self) -> tuple[int, bool]:
-        """`pop_front(1)` for the decode path: (the block, whether it was a recycled one)."""
+        """`pop_front(1)` for the decode path: (the block, whether it came off the back list)."""
+        if self._ends[0] != _END:
+            return self._pop_list(0, 1)[0], False
         if self.fresh < self.num_blocks:
             self.fresh += 1
             self.size -= 1
             return self.fresh - 1, False
-        return self.pop_front(1)[1][0], True
+        return self._pop_list(2, 1)[0], True
+
+    def _pop_list(self, part: int, n: int) -> list[int]:
+        """Up to `n` blocks off the head of one list (`part` 0: front, 2: back)."""
+        ends, nxt, prv = self._ends, self._next, self._prev
+        out: list[int] = []
+        b = ends[part]
+        while len(out) < n and b != _END:
+            out.append(b)
+            following = nxt[b]
+            nxt[b] = prv[b] = _OUT
+            b = following
+        ends[part] = b
+        if b == _END:
+            ends[part + 1] = _END
+        else:
+            prv[b] = _END
+        self._linked -= len(out)
+        self.size -= len(out)
+        return out
 
     def remove(self, block: int) -> None:
-        """A cache hit on an idle block (it holds a key, so it is a recycled one)."""
-        nxt, prv = self._next, self._prev
+        """A cache hit on an idle block (it holds a key, so it is in the back list)."""
+        nxt, prv, ends = self._next, self._prev, self._ends
         before, after = prv[block], nxt[block]
         if before == _END:
-            self._head = after
+            ends[2] = after
         else:
             nxt[before] = after
         if after == _END:
-            self._tail = before
+            ends[3] = before
         else:
             prv[after] = before
         nxt[block] = prv[block] = _OUT
-        self._recycled -= 1
+        self._linked -= 1
         self.size -= 1
 
-    def extend(self, blocks: list[int]) -> None:
-        """Append freed blocks at the back, in the given order."""
-        nxt, prv = self._next, self._prev
-        tail = self._tail
-        for b in blocks:
-            prv[b] = tail
-            if tail == _END:
-                self._head = b
-            else:
-                nxt[tail] = b
-            tail = b
+    def prepend(self, blocks: list[int]) -> None:
+        """Put freed blocks at the very front, the first of `blocks` first (vLLM's `prepend_n`)."""
         if blocks:
-            nxt[tail] = _END
-            self._tail = tail
-            self._recycled += len(blocks)
-            self.size += len(blocks)
+            self._splice(blocks, 0, at_head=True)
+
+    def extend(self, blocks: list[int]) -> None:
+        """Append freed blocks at the very back, in the given order (vLLM's `append_n`)."""
+        if blocks:
+            self._splice(blocks, 2, at_head=False)
+
+    def _splice(self, blocks: list[int], part: int, at_head: bool) -> None:
+        """Link `blocks` as a chain, then join it to the head or the tail of one list."""
+        nxt, prv, ends = self._next, self._prev, self._ends
+        before = _END
+        for b in blocks:
+            prv[b] = before
+            if before != _END:
+                nxt[before] = b
+            before = b
+        first, last = blocks[0], blocks[-1]
+        nxt[last] = _END
+        head, tail = ends[part], ends[part + 1]
+        if at_head and head != _END:
+            nxt[last], prv[head] = head, last
+            ends[part] = first
+        elif not at_head and tail != _END:
+            nxt[tail], prv[first] = first, tail
+            ends[part + 1] = last
+        else:  # the list was empty
+            ends[part], ends[part + 1] = first, last
+        self._linked += len(blocks)
+        self.size += len(blocks)
 
 
 class BlockPool:
@@ -156,6 +198,7 @@ class BlockPool:
         "pinned",
         "free_queue",
         "cached",
+        "copies",
         "on_stored",
         "on_evicted",
         "evicted_total",
@@ -183,14 +226,20 @@ class BlockPool:
         """Every block free and empty (a fresh server, or one that lost its GPU memory)."""
         n = self.num_blocks
         self.ref = array("i", bytes(4 * n))  # reference counts, 4 bytes a block (a list takes 8 and more)
-        self.key: list[int | None] = [None] * n
+        self.key: list[int | None] = [None] * n  # the key each cached block (every copy) holds
         self.owner: list[str] = [""] * n  # prefix group whose data the block holds (for colour)
         self.pinned: set[int] = set()
         self.free_queue = FreeQueue(n)
-        self.cached: dict[int, int] = {}  # key -> block id
+        self.cached: dict[int, int] = {}  # key -> its oldest cached copy (what a lookup answers)
+        self.copies: dict[int, list[int]] = {}  # key -> its further copies, oldest first
         self.version += 1  # bumped on every change (never reset), so views can cache their rendering
 
     # ---------------------------------------------------------------- read-only figures
+    @property
+    def usable(self) -> int:
+        """Blocks requests can ever hold: all but the null block."""
+        return max(self.num_blocks - 1, 0)
+
     @property
     def free_count(self) -> int:
         """Blocks that can be allocated now (empty ones and cached-but-idle ones)."""
@@ -198,11 +247,19 @@ class BlockPool:
 
     @property
     def used_count(self) -> int:
-        return self.num_blocks - len(self.free_queue)
+        """Blocks held by requests (and pins); the null block is not counted."""
+        return self.usable - len(self.free_queue)
 
     @property
     def cached_count(self) -> int:
+        """Distinct keys cached (a key with several copies counts once, as vLLM's map does)."""
         return len(self.cached)
+
+    def copies_of(self, key: int) -> int:
+        """How many blocks hold `key` now."""
+        if key not in self.cached:
+            return 0
+        return 1 + len(self.copies.get(key, ()))
 
     def lookup(self, keys: Sequence[int], limit: int) -> list[int]:
         """Block ids of the longest run of leading `keys` cached here, at most `limit` of them."""
@@ -229,43 +286,37 @@ class BlockPool:
         """`allocate(1, ...)[0]`, the decode path's case (a request crossing into a new block):
         the same rule and the same order of effects, without the lists."""
         fq = self.free_queue
-        evicted = None
         if not fq.size:
             raise OutOfBlocks(f"{self.node}: asked for 1 block, 0 free")
-        b, recycled = fq.pop_one()
-        if recycled:
-            k = self.key[b]
-            if k is not None:
-                self.key[b] = None
-                if self.cached.get(k) == b:
-                    del self.cached[k]
-                    evicted = k, self.owner[b]
+        b, from_back = fq.pop_one()
+        k = self.key[b] if from_back else None
+        if k is not None:
+            self._uncache(b, k)
+            evicted_group = self.owner[b]
         self.ref[b] = 1
         self.owner[b] = group
         self.version += 1
-        if evicted is not None:
+        if k is not None:
             self.evicted_total += 1
             if self.on_evicted is not None:
-                self.on_evicted((evicted[0],), (evicted[1],), for_request)
+                self.on_evicted((k,), (evicted_group,), for_request)
         return b
 
     def allocate(self, n: int, group: str, for_request: str) -> list[int]:
-        """Take `n` blocks from the front of the free queue, evicting the keys they held."""
+        """Take `n` blocks from the front of the free queue, evicting the copies they held."""
         if n > len(self.free_queue):
             raise OutOfBlocks(f"{self.node}: asked for {n} blocks, {len(self.free_queue)} free")
-        fresh, recycled = self.free_queue.pop_front(n)
-        ref, key, owner, cached = self.ref, self.key, self.owner, self.cached
+        front, fresh, back = self.free_queue.pop_front(n)
+        ref, key, owner = self.ref, self.key, self.owner
         evicted_keys: list[int] = []
         evicted_groups: list[str] = []
-        for b in recycled:  # never-used blocks hold no key: only recycled ones can evict
+        for b in back:  # only back-list blocks can hold a key
             k = key[b]
             if k is not None:
-                if cached.get(k) == b:
-                    del cached[k]
-                    evicted_keys.append(k)
-                    evicted_groups.append(owner[b])
-                key[b] = None
-        out = fresh + recycled if recycled else fresh
+                self._uncache(b, k)
+                evicted_keys.append(k)
+                evicted_groups.append(owner[b])
+        out = front + fresh + back if front or back else fresh
         for b in out:
             ref[b] = 1
             owner[b] = group
@@ -276,71 +327,68 @@ class BlockPool:
                 self.on_evicted(tuple(evicted_keys), tuple(evicted_groups), for_request)
         return out
 
+    def _uncache(self, block: int, k: int) -> None:
+        """Drop one copy of `k` (vLLM's `BlockHashToBlockMap.pop`): the next oldest copy, if
+        any, becomes the one lookups answer."""
+        self.key[block] = None
+        if self.cached[k] != block:
+            more = self.copies[k]
+            more.remove(block)
+        else:
+            more = self.copies.get(k)
+            if more is None:
+                del self.cached[k]
+                return
+            self.cached[k] = more.pop(0)
+        if not more:
+            del self.copies[k]
+
+    def _register(self, block: int, k: int) -> None:
+        """Cache `block` under `k`, as a further copy when `k` is cached already."""
+        self.key[block] = k
+        first = self.cached.setdefault(k, block)
+        if first != block:
+            self.copies.setdefault(k, []).append(block)
+
     def cache_full_blocks(
         self, blocks: list[int], keys: tuple[int, ...], start: int, end: int, request: str, group: str
     ) -> None:
-        """Register blocks[start:end] (now full) under keys[start:end]."""
+        """Register blocks[start:end] (now full, none registered yet) under keys[start:end]:
+        every one, copies included, in one stored event (vLLM's `cache_full_blocks`)."""
         if end <= start:
             return
         if end - start == 1:  # the decode path's case: one block filled up
-            b, k = blocks[start], keys[start]
-            if self.key[b] is None and k not in self.cached:
-                self.key[b] = k
-                self.cached[k] = b
-                self.version += 1
-                if self.on_stored is not None:
-                    self.on_stored(request, group, (k,), keys[start - 1] if start > 0 else None, start)
-            return
-        self._cache_general(blocks, keys, start, end, request, group)
+            self._register(blocks[start], keys[start])
+        else:
+            self._register_many(blocks[start:end], keys[start:end])
+        self.version += 1
+        if self.on_stored is not None:
+            self.on_stored(request, group, tuple(keys[start:end]), keys[start - 1] if start > 0 else None, start)
 
-    def _cache_general(
-        self, blocks: list[int], keys: tuple[int, ...], start: int, end: int, request: str, group: str
-    ) -> None:
-        """`cache_full_blocks` for any number of blocks (prefill chunks, CPU-tier loads)."""
-        key, cached = self.key, self.cached
-        new_blocks, new_keys = blocks[start:end], keys[start:end]
-        if (
-            end - start > 2  # below that the checks cost more than the loop
-            and list(map(key.__getitem__, new_blocks)).count(None) == len(new_blocks)
-            and cached.keys().isdisjoint(new_keys)
-            and len(set(new_keys)) == len(new_keys)
-        ):
-            # The usual case (freshly computed blocks, keys cached nowhere here, none repeated):
-            # every one is registered, as the loop below would, with C-level dict updates.
+    def _register_many(self, new_blocks: list[int], new_keys: Sequence[int]) -> None:
+        """`_register` for each pair; the usual case (keys cached nowhere here, none repeated:
+        freshly computed blocks) with C-level dict updates."""
+        if self.cached.keys().isdisjoint(new_keys) and len(set(new_keys)) == len(new_keys):
+            key = self.key
             for b, k in zip(new_blocks, new_keys):
                 key[b] = k
-            cached.update(zip(new_keys, new_blocks))
-            stored, first = list(new_keys), start
-        else:
-            stored = []
-            first = -1
-            for i in range(start, end):
-                b = blocks[i]
-                if key[b] is not None:
-                    continue  # a cache hit: already registered
-                k = keys[i]
-                if k in cached:
-                    continue  # another block holds this key already; this one stays private
-                key[b] = k
-                cached[k] = b
-                if first < 0:
-                    first = i
-                stored.append(k)
-        if stored:
-            self.version += 1
-            if self.on_stored is not None:
-                parent = keys[first - 1] if first > 0 else None
-                self.on_stored(request, group, tuple(stored), parent, first)
+            self.cached.update(zip(new_keys, new_blocks))
+            return
+        for b, k in zip(new_blocks, new_keys):
+            self._register(b, k)
 
     def free(self, blocks: list[int]) -> None:
-        """Release a request's blocks, tail first, so a prefix's tail is evicted before its head."""
-        ref = self.ref
-        idle = []
+        """Release a request's blocks tail first: those left holding no key go to the front of
+        the free queue (reused first), keyed ones to the back (evicted last, tail before head)."""
+        ref, key = self.ref, self.key
+        unkeyed: list[int] = []
+        keyed: list[int] = []
         for b in reversed(blocks):
             ref[b] -= 1
             if ref[b] == 0:
-                idle.append(b)
-        self.free_queue.extend(idle)
+                (unkeyed if key[b] is None else keyed).append(b)
+        self.free_queue.prepend(unkeyed)
+        self.free_queue.extend(keyed)
         self.version += 1
 
     def pin(self, keys: list[int], group: str) -> int:
@@ -361,10 +409,13 @@ class BlockPool:
         """Raise AssertionError if an invariant is broken (used by the property tests)."""
         assert all(r >= 0 for r in self.ref), "negative reference count"
         fq = self.free_queue
-        assert fq.size == fq.num_blocks - fq.fresh + fq._recycled == sum(1 for _ in fq), "free queue size is off"
+        assert fq.size == fq.num_blocks - fq.fresh + fq._linked == sum(1 for _ in fq), "free queue size is off"
         in_use = sum(1 for r in self.ref if r > 0)
-        assert in_use + len(self.free_queue) == self.num_blocks, "used + free != total"
-        assert all(self.ref[b] == 0 for b in self.free_queue), "a referenced block is in the free queue"
-        for k, b in self.cached.items():
-            assert self.key[b] == k, "cache map disagrees with block keys"
-        assert all(b not in self.free_queue for b in self.pinned), "a pinned block is free"
+        assert in_use + len(fq) == self.usable, "used + free != usable"
+        assert self.num_blocks == 0 or (self.ref[NULL_BLOCK] == 0 and NULL_BLOCK not in fq), "the null block was used"
+        assert all(self.ref[b] == 0 for b in fq), "a referenced block is in the free queue"
+        holders = [(k, b) for k, b in self.cached.items()] + [(k, b) for k, bs in self.copies.items() for b in bs]
+        assert all(self.key[b] == k for k, b in holders), "cache map disagrees with block keys"
+        assert len(holders) == sum(k is not None for k in self.key), "a keyed block is missing from the map"
+        assert all(self.copies.values()) and self.copies.keys() <= self.cached.keys(), "copies without a first copy"
+        assert all(b not in fq for b in self.pinned), "a pinned block is free"

@@ -1,5 +1,5 @@
 """Between a node's scheduler and its KV memory, as vLLM v1's KVCacheManager stands between the
-Scheduler and the BlockPool (vllm/v1/core/kv_cache_manager.py).
+Scheduler and the BlockPool (vLLM 0.33.0, vllm/v1/core/kv_cache_manager.py).
 
 The scheduler asks three questions and gives three orders, and never sees a block table:
 
@@ -7,7 +7,8 @@ The scheduler asks three questions and gives three orders, and never sees a bloc
   blocks first (`get_computed_blocks`), then, after them, blocks held in the CPU tier (vLLM asks
   its KV connector for `get_num_new_matched_tokens` beyond the GPU hit). The whole-prompt hit is
   capped to recompute the last token when the latency model says so (vLLM caps a hit at
-  num_tokens - 1 to get logits).
+  num_tokens - 1 to get logits, so a fully cached block-aligned prompt recomputes its last block,
+  and that block is cached again as a second copy of the same key).
 - `need(req, hit, tokens)` / `fits(hit, need)`: blocks to allocate, and whether the free queue
   has them once the hit's idle blocks leave it (`allocate_slots` returns None otherwise).
 - `admit` takes the hit and allocates the rest (loading CPU blocks into fresh GPU blocks and
@@ -74,7 +75,7 @@ class KVCacheManager:
             partial(emit_stored, medium="gpu"),  # a C-level call: once per block boundary
             self._gpu_evicted,
         )
-        self.capacity = num_blocks  # blocks a request may ever hold: all but the pinned ones (read per node per decision)
+        self.capacity = self.pool.usable  # blocks a request may ever hold: all but the null block and the pinned ones (read per node per decision)
         self.cpu: CpuTier | None = None
         if offload is not None:
             self.cpu = CpuTier(
@@ -168,13 +169,13 @@ class KVCacheManager:
     # ---------------------------------------------------------------- node life
     def reset(self) -> None:
         self.pool.reset()
-        self.capacity = self.pool.num_blocks
+        self.capacity = self.pool.usable
         if self.cpu is not None:
             self.cpu.reset()
 
     def pin(self, keys: list[int], group: str) -> int:
         held = self.pool.pin(keys, group)
-        self.capacity = self.pool.num_blocks - len(self.pool.pinned)
+        self.capacity = self.pool.usable - len(self.pool.pinned)
         return held
 
     def _gpu_evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str) -> None:

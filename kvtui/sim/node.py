@@ -138,8 +138,8 @@ class Node:
         if need > capacity:
             return (
                 f"needs {need} blocks for {req.prompt_tokens}+{req.output_tokens} tokens; "
-                f"{self.name} can hold at most {capacity}"
-            )
+                f"{self.name} can hold at most {capacity} of its {self.pool.num_blocks} blocks"
+            )  # the others: block 0 (vLLM's null block) and any pinned ones
         spec = self.spec
         # Without chunked prefill a request (re)computes its whole sequence in one iteration,
         # and after a recompute preemption that includes its output so far: vLLM requires

@@ -3,12 +3,16 @@ found there is loaded back over the host link instead of being recomputed.
 
 What real systems do, and what kvtui matches:
 
-- vLLM's OffloadingConnector keeps the host tier's bookkeeping in the scheduler
-  (vllm/v1/kv_offload/lru_manager.py, `LRUOffloadingManager`): an ordered map from block hash to
-  host block; `lookup` counts the leading run of blocks that are all offloaded; `prepare_load`
-  protects the blocks about to be read; `touch` moves them to the most-recently-used end; room
-  for new blocks is made by evicting from the LRU end. kvtui's tier is that map, keyed by the
-  same chained block keys as the GPU pool.
+- vLLM's OffloadingConnector keeps the host tier's bookkeeping in the scheduler (vLLM 0.33.0:
+  vllm/v1/kv_offload/cpu/manager.py `CPUOffloadingManager` with its default `lru` policy,
+  cpu/policies/lru.py `LRUCachePolicy`): a map from block hash to host block; `lookup` counts
+  the leading run of blocks that are all offloaded; `prepare_load` protects the blocks about to
+  be read; `touch` makes them the most recently used; room for new blocks is made by evicting
+  the least recently used idle ones. kvtui's tier is an LRU map keyed by the same chained block
+  keys as the GPU pool. Where it is simpler: vLLM 0.33.0 ranks recency per request (a request's
+  blocks share one rank, tails ordered before heads) in a lazily invalidated heap; kvtui orders
+  blocks one by one, in the order they arrive (a request's blocks leave the GPU tail first, so
+  its tail is evicted first here too).
 - When a block reaches the tier: vLLM's connector stores each block as it is computed, copying
   it to the host asynchronously, so a block evicted from the GPU is already on the host. kvtui
   adds the block to the tier at the moment the GPU pool evicts it (a victim cache). The host

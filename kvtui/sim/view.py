@@ -11,13 +11,22 @@ its `tiers` tuple: consumers that draw `tiers[0]` keep working, and each `BlockV
 `tier`. The CPU offload tier (kvtui/sim/offload.py) is summarised as (held, capacity) in
 `NodeView.cpu` rather than drawn cell by cell: it can hold millions of blocks, and the map
 shows it as a fill share on the node's label.
+
+Cell states follow vLLM v1's prefix caching as the pool models it (kvtui/sim/blocks.py):
+a block is *used* while a request holds a reference, *pinned* when it is a preloaded system
+prompt (a reference never released), *cached* when its reference count is 0 but it still
+holds a key (in the free queue, evictable in LRU order), and *free* otherwise. Block 0 is vLLM's
+null block, never allocated: it is drawn as pinned (held for good) and inspected as "null".
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from kvtui.sim.blocks import NULL_BLOCK
 from kvtui.views import CACHED, FREE, PINNED, USED, BlockView, ClusterView, KeyFigures, NodeView, TierView
+
+NULL_OWNER = "null block"  # block 0's owner in views: vLLM's placeholder, never allocated
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -26,6 +35,8 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def _gpu_tier(node) -> TierView:
+    """The pool's blocks by state. Block 0, vLLM's null block, is never allocated: it shows as
+    held for good (the pinned glyph), under the owner name "null block"."""
     pool = node.pool
     n = pool.num_blocks
     ref = np.fromiter(pool.ref, dtype=np.int64, count=n)
@@ -33,9 +44,13 @@ def _gpu_tier(node) -> TierView:
     state = np.where(ref > 0, USED, np.where(keyed, CACHED, FREE)).astype(np.int8)
     if pool.pinned:
         state[np.fromiter(pool.pinned, dtype=np.int64, count=len(pool.pinned))] = PINNED
+    owner = tuple(pool.owner)
+    if n:
+        state[NULL_BLOCK] = PINNED
+        owner = (NULL_OWNER,) + owner[1:]
     used = int(np.count_nonzero(ref > 0))
     cached_idle = int(np.count_nonzero(state == CACHED))
-    return TierView("gpu", n, _readonly(state), tuple(pool.owner), used, cached_idle)
+    return TierView("gpu", n, _readonly(state), owner, used, cached_idle)
 
 
 def node_version(node, hits: tuple[int, int] | None = None) -> tuple:
@@ -90,7 +105,9 @@ def block_view(sim, node_name: str, index: int, journal=None) -> BlockView | Non
     pool = node.pool
     ref = pool.ref[index]
     key = pool.key[index]
-    if index in pool.pinned:
+    if index == NULL_BLOCK:
+        state = "null"
+    elif index in pool.pinned:
         state = "pinned"
     elif ref > 0:
         state = "used"
@@ -115,7 +132,7 @@ def block_view(sim, node_name: str, index: int, journal=None) -> BlockView | Non
         index=index,
         tier="gpu",
         state=state,
-        group=pool.owner[index] if state != "free" else "",
+        group=NULL_OWNER if state == "null" else pool.owner[index] if state != "free" else "",
         key=key,
         parent=parent,
         ref=ref,

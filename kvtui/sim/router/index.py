@@ -45,7 +45,14 @@ class KVIndex:
     feeding the index must be cheap — a KV event is one C-level `set.update` or
     `difference_update`, not a dict operation per key — and the question asked per request,
     "how far does each node match this prompt", walks each node's set over the prompt in
-    C-level chunks."""
+    C-level chunks.
+
+    Duplicate events are taken as llm-d's in-memory index takes them (llm-d-kv-cache
+    pkg/kvcache/kvblock/in_memory.go at 7be76e1, v0.8.0-37: `Add` puts the pod entry in a per-key
+    set, `Evict` removes it): a node's second stored event for a key it already holds changes
+    nothing, and its first removed event unlists it, even while the node's pool keeps another
+    copy (vLLM 0.33.0 caches the recomputed last block of a fully cached prompt as a second copy
+    and reports each copy's eviction). A set per node and tier is exactly that rule."""
 
     EVENT_TYPES = (BlocksStored, BlocksEvicted, NodeCacheCleared)
 

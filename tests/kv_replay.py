@@ -1,0 +1,49 @@
+"""What the router's KV index should hold, replayed from a simulation's KV events, for checks.
+
+The index follows llm-d's indexer (kvtui/sim/router/index.py): a node is listed under a key from
+its stored event until its first removed event, however many copies its pool holds. vLLM caches
+a second copy of a key (a fully cached prompt's recomputed last block) and reports each copy
+stored and each copy removed, so after a copy is evicted the pool may still hold the key while
+the index no longer lists it. So the checks compare the index with this replay (set semantics),
+and the pool with the events' copy counts (stored minus removed, per key).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from kvtui.events import BlocksEvicted, BlocksStored, Event, NodeCacheCleared
+
+
+class KVReplay:
+    def __init__(self, sim) -> None:
+        self.held: dict[tuple[str, str], set[int]] = defaultdict(set)  # (node, medium) -> keys
+        self.copies: dict[str, Counter] = defaultdict(Counter)  # node -> key -> GPU copies
+        sim.subscribe(self.on_event, (BlocksStored, BlocksEvicted, NodeCacheCleared))
+
+    def on_event(self, ev: Event) -> None:
+        match ev:
+            case BlocksStored():
+                self.held[ev.node, ev.medium].update(ev.keys)
+                if ev.medium == "gpu":
+                    self.copies[ev.node].update(ev.keys)
+            case BlocksEvicted():
+                self.held[ev.node, ev.medium].difference_update(ev.keys)
+                if ev.medium == "gpu":
+                    self.copies[ev.node].subtract(ev.keys)
+            case NodeCacheCleared():
+                for medium in ("gpu", "cpu"):
+                    self.held.pop((ev.node, medium), None)
+                self.copies.pop(ev.node, None)
+
+    def indexed(self, node: str, medium: str | None = None) -> set[int]:
+        """The keys an llm-d index fed these events lists for `node` (in `medium`, or any)."""
+        if medium is not None:
+            return set(self.held.get((node, medium), ()))
+        return self.indexed(node, "gpu") | self.indexed(node, "cpu")
+
+    def pool_matches(self, node) -> bool:
+        """Whether the node's GPU pool holds exactly the copies its events account for."""
+        pool = node.pool
+        events = {k: c for k, c in self.copies.get(node.name, Counter()).items() if c}
+        return events == {k: pool.copies_of(k) for k in pool.cached}
