@@ -10,7 +10,7 @@ POLICIES: dict[str, str] = {
     "session_affinity": "a conversation stays on the node of its first turn",
     "cache_aware": "the seed project's prefix-first router, no load term (a lesson in hot spots)",
     "load_prefix": "llm-d scheduler profile: weighted prefix, queue and KV-utilisation scorers",
-    "dynamo": "NVIDIA Dynamo KV router: prefill blocks x overlap weight + decode blocks, lowest cost",
+    "dynamo": "NVIDIA Dynamo KV router: credited prefill blocks x prefill_load_scale + decode blocks, lowest cost",
     "sglang_cache_aware": "SGLang gateway: shortest queue when imbalanced, else approximate-tree match",
     "predicted_latency": "llm-d predicted-latency scheduler: online TTFT/TPOT regressors, SLO headroom",
 }

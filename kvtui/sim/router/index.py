@@ -143,6 +143,14 @@ class KVIndex:
                 score[node] = (pos + 1) * weight[m]
         return score
 
+    def gpu_run(self, node: str, keys: Sequence[int], upto: int) -> int:
+        """How many leading `keys` (at most `upto`) `node` holds in GPU memory: the device part
+        of a consecutive match that may go on in the CPU tier (Dynamo credits the two apart)."""
+        sets = self._held.get(node)
+        if sets is None or not sets[1]:
+            return upto
+        return _run_length(keys[:upto], (sets[0], set()))
+
     def keys_on(self, node: str, medium: str | None = None) -> set[int]:
         """Every key the index credits to `node` (in `medium`, or any tier); for checks and tests."""
         sets = self._held.get(node)
