@@ -182,11 +182,17 @@ class Dynamo(Policy):
 
     def routed(self, req: Request, node: str, states: Sequence[NodeState]) -> None:
         self._free(req.id)
-        overlap = next((s.prefix for s in states if s.name == node), 0)
         bs = self._block_size
+        cached = next((self.cached_tokens(s, bs) for s in states if s.name == node), 0)
         keys = req.block_keys[: req.prompt_tokens // bs]
-        self.seqs(node).add_request(req.id, keys, max(req.prompt_tokens - overlap * bs, 0))  # GPU and CPU hits alike: neither is prefilled
+        self.seqs(node).add_request(req.id, keys, max(req.prompt_tokens - cached, 0))
         self.where[req.id] = node
+
+    def cached_tokens(self, s: NodeState, block_size: int) -> int:
+        """The prompt tokens Dynamo books as not to prefill: GPU blocks whole, CPU-tier blocks after
+        them at the host weight, rounded half away from zero (`KvCostScorer::cached_tokens`)."""
+        gpu = s.gpu_prefix if s.gpu_prefix >= 0 else s.prefix
+        return math.floor((gpu + self.host_credit * (s.prefix - gpu)) * block_size + 0.5)
 
     def _free(self, request: str) -> None:
         node = self.where.pop(request, None)
