@@ -273,3 +273,30 @@ def test_gpu_run_is_the_gpu_part_of_a_consecutive_match():
     assert idx.gpu_run("a", [1, 2, 3, 4, 5], 4) == 2
     idx.add("b", [1, 2, 3], "gpu")
     assert idx.gpu_run("b", [1, 2, 3], 3) == 3 and idx.gpu_run("nobody", [1], 0) == 0
+
+
+def test_pods_per_key_forgets_the_least_recently_stored_entry_as_llm_d_does():
+    idx = KVIndex(pods_per_key=2)
+    idx.add("a", [1, 2])
+    idx.add("b", [1])
+    idx.add("a", [1], "cpu")  # a third (node, tier) entry for key 1: a's GPU entry, the oldest, goes
+    assert idx.keys_on("a", "gpu") == {2} and idx.keys_on("a", "cpu") == {1} and idx.keys_on("b") == {1}
+    idx.add("b", [1])  # re-storing moves b's entry to the front: a's CPU entry is now the oldest
+    idx.add("c", [1])
+    assert idx.keys_on("a", "cpu") == set() and idx.keys_on("b") == {1} and idx.keys_on("c") == {1}
+    idx.remove("b", [1])
+    idx.add("d", [1])  # room again: nothing is dropped
+    assert idx.keys_on("c") == {1} and idx.keys_on("d") == {1}
+    idx.clear("c")
+    idx.add("e", [1])
+    assert idx.keys_on("d") == {1} and idx.keys_on("e") == {1}
+    assert KVIndex().keys_on("a") == set()  # unset: no bound (and no bookkeeping)
+
+
+def test_pods_per_key_reaches_the_routers_index():
+    s = load_scenario(SCENARIOS / "pressure.yaml", ["until_s=20", "metadata=null", "router.index.pods_per_key=1"])
+    sim = Simulation(s, policy="load_prefix")
+    sim.run()
+    held = [sim.router.index.keys_on(n.name) for n in sim.nodes]
+    sim.close()
+    assert all(not (a & b) for i, a in enumerate(held) for b in held[i + 1 :])  # one node per key at most

@@ -303,6 +303,10 @@ class KVIndexConfig:
         default=None,
         metadata=doc("approximate mode: block keys remembered per node (LRU); default the node's KV capacity", min=1, max=100_000_000),
     )
+    pods_per_key: int | None = field(
+        default=None,
+        metadata=doc("precise mode: (node, tier) entries kept per block key, least recently stored dropped (llm-d: 10); unset: all", min=1, max=1_000_000),
+    )
     approx_max_prefix_tokens: int = field(
         default=4096,
         metadata=doc("approximate mode: prompt tokens matched at most (llm-d: 256 blocks of 64 characters, ~4 characters a token)", min=1, max=100_000_000),

@@ -74,7 +74,7 @@ class Router:
         self.delay = cfg.index.delay_ms / 1000.0
 
         weights = {"gpu": cfg.index.medium_weights.gpu, "cpu": cfg.index.medium_weights.cpu}
-        self.index = KVIndex(cfg.index.scorer, weights)
+        self.index = KVIndex(cfg.index.scorer, weights, cfg.index.pods_per_key)
         self.approx: ApproxIndex | None = None
         if cfg.index.mode == "approximate":
             cap = cfg.index.approx_blocks_per_node
