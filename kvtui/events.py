@@ -67,6 +67,7 @@ class RouteDecided(Event):
     session: str
     margin: float = 0.0  # the pick's lead over the runner-up in the policy's own score
     stale: str = ""  # when the index misled this decision: what it said against the pool
+    tie: str = ""  # only when the pick shared the top score: how many, and how it was broken
     kind: ClassVar[str] = "routed"
 
 

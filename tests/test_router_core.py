@@ -12,7 +12,7 @@ from kv_replay import KVReplay
 from kvtui.events import RouteDecided
 from kvtui.scenario import load_scenario
 from kvtui.scenario.model import Router as RouterConfig
-from kvtui.scenario.model import ScorerWeights
+from kvtui.scenario.model import KVIndexConfig, ScorerWeights
 from kvtui.sim.engine import Simulation
 from kvtui.sim.router.approx import ApproxIndex
 from kvtui.sim.router.base import Context
@@ -125,10 +125,29 @@ def test_load_prefix_is_the_weighted_sum_of_clamped_scores():
     assert "queue 1.00x2" in d.reason
 
 
+def weights_of(cfg: RouterConfig) -> tuple[float, float, float]:
+    p = make_policy("load_prefix", cfg)
+    return (p.w_prefix, p.w_queue, p.w_kv)
+
+
 def test_load_prefix_presets_and_overrides():
-    assert make_policy("load_prefix", RouterConfig()).w_prefix == 3.0
-    p = make_policy("load_prefix", RouterConfig(weights=ScorerWeights(preset="seed-111", kv=5.0)))
-    assert (p.w_prefix, p.w_queue, p.w_kv) == (1.0, 1.0, 5.0)
+    assert weights_of(RouterConfig()) == (2.0, 1.0, 1.0)  # precise index: llm-d's precise sample config
+    approximate = RouterConfig(index=KVIndexConfig(mode="approximate"))
+    assert weights_of(approximate) == (3.0, 2.0, 2.0)  # approximate: the InferencePool chart's profile
+    assert weights_of(RouterConfig(weights=ScorerWeights(preset="llm-d-approximate"))) == (3.0, 2.0, 2.0)
+    assert weights_of(RouterConfig(weights=ScorerWeights(preset="seed-322"))) == (3.0, 2.0, 2.0)
+    assert weights_of(RouterConfig(weights=ScorerWeights(preset="seed-111", kv=5.0))) == (1.0, 1.0, 5.0)
+
+
+def test_approximate_index_matches_only_the_first_blocks_it_would_hash():
+    s = load_scenario(SCENARIOS / "pressure.yaml", ["until_s=5", "metadata=null", "router.index.mode=approximate",
+                                                     "router.index.approx_max_prefix_tokens=32"])
+    sim = Simulation(s, policy="load_prefix")
+    decisions = []
+    sim.subscribe(decisions.append, (RouteDecided,))
+    sim.run()
+    sim.close()
+    assert decisions and max(c.feature("prefix") for d in decisions for c in d.candidates) <= 32 // s.cluster.block_size
 
 
 def test_ineligible_nodes_are_candidates_but_never_picked():
@@ -248,3 +267,40 @@ def test_big_cluster_default_policy_spreads_requests():
     served = [n.served for n in sim.nodes]
     sim.close()
     assert max(served) <= 2 * sum(served) / len(served)
+
+
+def test_gpu_run_is_the_gpu_part_of_a_consecutive_match():
+    idx = KVIndex()
+    idx.add("a", [1, 2], "gpu")
+    idx.add("a", [3, 4], "cpu")
+    assert idx.match([1, 2, 3, 4, 5])["a"].consecutive == 4
+    assert idx.gpu_run("a", [1, 2, 3, 4, 5], 4) == 2
+    idx.add("b", [1, 2, 3], "gpu")
+    assert idx.gpu_run("b", [1, 2, 3], 3) == 3 and idx.gpu_run("nobody", [1], 0) == 0
+
+
+def test_pods_per_key_forgets_the_least_recently_stored_entry_as_llm_d_does():
+    idx = KVIndex(pods_per_key=2)
+    idx.add("a", [1, 2])
+    idx.add("b", [1])
+    idx.add("a", [1], "cpu")  # a third (node, tier) entry for key 1: a's GPU entry, the oldest, goes
+    assert idx.keys_on("a", "gpu") == {2} and idx.keys_on("a", "cpu") == {1} and idx.keys_on("b") == {1}
+    idx.add("b", [1])  # re-storing moves b's entry to the front: a's CPU entry is now the oldest
+    idx.add("c", [1])
+    assert idx.keys_on("a", "cpu") == set() and idx.keys_on("b") == {1} and idx.keys_on("c") == {1}
+    idx.remove("b", [1])
+    idx.add("d", [1])  # room again: nothing is dropped
+    assert idx.keys_on("c") == {1} and idx.keys_on("d") == {1}
+    idx.clear("c")
+    idx.add("e", [1])
+    assert idx.keys_on("d") == {1} and idx.keys_on("e") == {1}
+    assert KVIndex().keys_on("a") == set()  # unset: no bound (and no bookkeeping)
+
+
+def test_pods_per_key_reaches_the_routers_index():
+    s = load_scenario(SCENARIOS / "pressure.yaml", ["until_s=20", "metadata=null", "router.index.pods_per_key=1"])
+    sim = Simulation(s, policy="load_prefix")
+    sim.run()
+    held = [sim.router.index.keys_on(n.name) for n in sim.nodes]
+    sim.close()
+    assert all(not (a & b) for i, a in enumerate(held) for b in held[i + 1 :])  # one node per key at most

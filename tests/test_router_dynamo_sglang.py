@@ -66,8 +66,33 @@ def ev(cls, **kw):
 
 # ---------------------------------------------------------------------------------- dynamo
 def test_dynamo_registered_and_configured():
-    p = make_policy("dynamo", Router(dynamo=DynamoConfig(overlap_score_weight=2.5, temperature=0.3)))
-    assert isinstance(p, Dynamo) and p.weight == 2.5 and p.temperature == 0.3
+    p = make_policy("dynamo", Router(dynamo=DynamoConfig(prefill_load_scale=2.5, temperature=0.3)))
+    assert isinstance(p, Dynamo) and p.weight == 2.5 and p.temperature == 0.3 and p.host_credit == 0.75
+
+
+def test_dynamo_overlap_score_weight_is_the_deprecated_alias_of_prefill_load_scale():
+    alias = make_policy("dynamo", Router(dynamo=DynamoConfig(prefill_load_scale=4.0, overlap_score_weight=2.5)))
+    assert (alias.weight, alias.credit) == (2.5, 1.0)  # the alias wins when given
+    zero = make_policy("dynamo", Router(dynamo=DynamoConfig(overlap_score_weight=0.0)))
+    assert (zero.weight, zero.credit) == (0.0, 0.0)  # and 0 also zeroes the overlap credit
+
+
+def test_dynamo_credits_cpu_tier_blocks_after_the_gpu_run_at_the_host_weight():
+    """Dynamo 1.6.1: overlap credit = 1 x device + 0.75 x host blocks. Node a holds 8 of 8
+    prompt blocks, only 2 in GPU memory; b holds 5, all in GPU. Crediting every tier fully
+    (kvtui before) picks a (cost 0 + 8 vs 3 + 8); Dynamo credits a 2 + 0.75 x 6 = 6.5 blocks,
+    so a costs 1.5 + 8 and b (3 + 8) still loses, by 1.5 instead of 3."""
+    from dataclasses import replace
+
+    r = req("r", range(1, 9))
+    a = replace(ns("a", prefix=8, total=8), gpu_prefix=2)
+    b = replace(ns("b", prefix=5, total=8), gpu_prefix=5)
+    d = Dynamo().decide(r, ctx(), [a, b])
+    assert feats(d, "a")["pf_blk"] == 1.5 and feats(d, "b")["pf_blk"] == 3.0
+    assert d.node == "a" and d.margin == pytest.approx(1.5) and "overlap 2 GPU + 6 CPU/8" in d.reason
+    c = replace(ns("c", prefix=8, total=8), gpu_prefix=0)  # all 8 in the CPU tier: credit 6
+    e = replace(ns("e", prefix=7, total=8), gpu_prefix=7)  # 7 in GPU: credit 7
+    assert Dynamo().decide(r, ctx(), [c, e]).node == "e"  # full credit would pick c
 
 
 def test_dynamo_cost_on_an_idle_cluster():
@@ -83,7 +108,7 @@ def test_dynamo_cost_on_an_idle_cluster():
     assert d.margin == pytest.approx(2.0)
     assert "cost 6.0 = 1x2.0 prefill + 4.0 decode blocks (overlap 2/4)" in d.reason and "lowest by 2.0" in d.reason
 
-    heavy = Dynamo(overlap_score_weight=3.0)
+    heavy = Dynamo(prefill_load_scale=3.0)
     t = heavy.terms(r, ctx(), states)
     assert t["a"][2] == pytest.approx(3 * 2 + 4) and t["b"][2] == pytest.approx(3 * 4 + 4)
 
@@ -237,13 +262,31 @@ def test_sglang_ineligible_nodes_are_not_matched_and_ties_are_seeded():
     d = p.decide(req("r", keys), ctx(), [ns("a", problem="queue full"), ns("b"), ns("c")])
     assert d.node == "b" and "3/4" in d.reason
 
-    q = SGLangCacheAware()
+    q = SGLangCacheAware(tie_break="random")
     q.tree.insert(keys, "a", 0.0)
     q.tree.insert(keys, "b", 0.0)
     states = [ns("a"), ns("b"), ns("c")]
     picks = [q.decide(req("r", keys), ctx(seed), states).node for seed in range(30)]
     assert set(picks) == {"a", "b"}
     assert picks == [q.decide(req("r", keys), ctx(seed), states).node for seed in range(30)]
+
+
+def test_sglang_ties_go_as_the_gateway_breaks_them_by_default():
+    """A hit goes to the first node that cached the matched blocks; a miss to the first least
+    loaded node in cluster order; neither draws from the RNG."""
+    keys = [1, 2, 3, 4]
+    p = SGLangCacheAware()
+    p.tree.insert(keys, "b", 0.0)
+    p.tree.insert(keys, "a", 1.0)
+    rng = np.random.default_rng(5)
+    before = rng.bit_generator.state
+    c = Context(rng=rng, block_size=BS, sessions={})
+    hit = p.decide(req("r", keys), c, [ns("a"), ns("b"), ns("c")])
+    assert hit.node == "b" and hit.tie == "tie of 2, the first to cache the matched blocks"
+    miss = p.decide(req("m", [9, 8]), c, [ns("a"), ns("b"), ns("c")])
+    assert miss.node == "a" and miss.tie == "tie of 3, the first in cluster order"
+    assert rng.bit_generator.state == before
+    assert make_policy("sglang_cache_aware", Router(sglang=SGLangConfig(tie_break="random"))).first is False
 
 
 def test_sglang_load_is_the_routers_inflight_count():

@@ -242,9 +242,9 @@ def _explain_route(ev: RouteDecided, facts: Facts, history: History | None) -> s
     reason = ev.reason
     out.append(f"So {ev.policy} routes to {ev.node}: {reason}.{load}")
     eligible = sum(1 for c in cands if c.eligible)
-    if eligible > 1 and ev.margin == 0:
-        out.append("It tied with another node; the seeded RNG drew the winner.")
-    elif eligible > 1:
+    if eligible > 1 and ev.tie:
+        out.append(f"It tied with another node at the top score ({ev.tie}).")
+    elif eligible > 1 and ev.margin != 0:
         out.append(f"Its lead over the runner-up is {ev.margin:g} in {ev.policy}'s own score.")
     if ev.stale:
         out.append(f"The index was stale here: {ev.stale} (KV events reach the router late).")

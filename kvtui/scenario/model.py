@@ -305,18 +305,30 @@ class KVIndexConfig:
         default=None,
         metadata=doc("approximate mode: block keys remembered per node (LRU); default the node's KV capacity", min=1, max=100_000_000),
     )
+    pods_per_key: int | None = field(
+        default=None,
+        metadata=doc("precise mode: (node, tier) entries kept per block key, least recently stored dropped (llm-d: 10); unset: all", min=1, max=1_000_000),
+    )
+    approx_max_prefix_tokens: int = field(
+        default=4096,
+        metadata=doc("approximate mode: prompt tokens matched at most (llm-d: 256 blocks of 64 characters, ~4 characters a token)", min=1, max=100_000_000),
+    )
 
 
 @dataclass(frozen=True)
 class ScorerWeights:
     """load_prefix: the weights of the llm-d scheduler profile's scorers.
 
-    Presets: llm-d (prefix 3, queue 2, kv 2, the llm-d scheduler's default profile), seed-111
-    and seed-322 (the predicted-latency blog's (1,1,1) and (3,2,2)). A weight given here
-    overrides the preset's.
+    Presets, each as it ships: llm-d-approximate (prefix 3, queue 2, kv 2: the InferencePool
+    chart's default profile, approximate prefix scorer), llm-d-precise (2, 1, 1: llm-d's sample
+    configuration for the precise scorer), llm-d (whichever of the two goes with
+    `index.mode`), seed-111 and seed-322 (the seed's: the predicted-latency blog's (1,1,1) and
+    (3,2,2) baselines). A weight given here overrides the preset's.
     """
 
-    preset: Literal["llm-d", "seed-111", "seed-322"] = field(default="llm-d", metadata=doc("weight preset"))
+    preset: Literal["llm-d", "llm-d-approximate", "llm-d-precise", "seed-111", "seed-322"] = field(
+        default="llm-d", metadata=doc("weight preset (llm-d: the one llm-d ships with index.mode)")
+    )
     prefix: float | None = field(default=None, metadata=doc("weight of the prefix-cache scorer", min=0, max=1e6))
     queue: float | None = field(default=None, metadata=doc("weight of the queue scorer", min=0, max=1e6))
     kv: float | None = field(default=None, metadata=doc("weight of the KV-cache-utilisation scorer", min=0, max=1e6))
@@ -324,10 +336,20 @@ class ScorerWeights:
 
 @dataclass(frozen=True)
 class DynamoConfig:
-    """dynamo: NVIDIA Dynamo KV router's cost function (defaults: Dynamo's KvRouterConfig)."""
+    """dynamo: NVIDIA Dynamo KV router's cost function (defaults: Dynamo 1.6.1's KvRouterConfig)."""
 
-    overlap_score_weight: float = field(
-        default=1.0, metadata=doc("weight of prefill blocks against decode blocks (Dynamo --kv-overlap-score-weight)", min=0, max=1000)
+    prefill_load_scale: float = field(
+        default=1.0, metadata=doc("weight of credited prefill blocks against decode blocks (Dynamo --router-prefill-load-scale)", min=0, max=1000)
+    )
+    overlap_score_weight: float | None = field(
+        default=None,
+        metadata=doc("deprecated alias of prefill_load_scale (Dynamo's old --kv-overlap-score-weight); wins when given, 0 also zeroes the credit", min=0, max=1000),
+    )
+    overlap_score_credit: float = field(
+        default=1.0, metadata=doc("prefill blocks credited per prompt block cached in GPU memory (Dynamo overlap_score_credit)", min=0, max=1000)
+    )
+    host_cache_hit_weight: float = field(
+        default=0.75, metadata=doc("credit per block after the GPU run held in the CPU tier (Dynamo host_cache_hit_weight)", min=0, max=1000)
     )
     temperature: float = field(
         default=0.0,
@@ -352,6 +374,10 @@ class SGLangConfig:
     fallback: Literal["least_loaded", "smallest_tree"] = field(
         default="least_loaded",
         metadata=doc("below cache_threshold: least loaded (sgl-model-gateway) or smallest tree (older sgl-router)"),
+    )
+    tie_break: Literal["deterministic", "random"] = field(
+        default="deterministic",
+        metadata=doc("deterministic: the gateway's (first in cluster order; on a hit, the first node to cache it); random: the seeded RNG"),
     )
 
 

@@ -32,7 +32,7 @@ POLICIES: dict[str, PolicyEntry] = {
     ),
     "dynamo": PolicyEntry(
         "kvtui.sim.router.dynamo:Dynamo",
-        "NVIDIA Dynamo KV router: prefill blocks x overlap weight + decode blocks, lowest cost",
+        "NVIDIA Dynamo KV router: credited prefill blocks x prefill_load_scale + decode blocks, lowest cost",
     ),
     "sglang_cache_aware": PolicyEntry(
         "kvtui.sim.router.sglang:SGLangCacheAware",

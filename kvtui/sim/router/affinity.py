@@ -11,7 +11,7 @@ from typing import Sequence
 
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note
+from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note, tie_text
 
 
 class SessionAffinity(Policy):
@@ -21,10 +21,12 @@ class SessionAffinity(Policy):
         for s in ok:
             if s.name == home:
                 return Decision(s.name, f"session affinity: {req.session} lives on {s.name}", candidates(states, scores), 1.0)
-        pick, _margin, tied = least_loaded(ok, ctx.rng)
+        pick, margin, tied = least_loaded(ok, ctx.rng)
         why = "new session" if home is None else f"{home} unavailable"
         return Decision(
             pick.name,
             f"{why}: least loaded {pick.name} ({pick.active} active){tie_note(tied)}",
             candidates(states, scores),
+            margin,
+            tie_text(tied),
         )

@@ -8,6 +8,13 @@ server has an LRU of block keys bounded at a capacity (there `lruCapacityPerServ
 out of a server's LRU stops counting for it. Matching walks the prompt's keys from the first
 and counts, per server, the leading blocks it is credited with.
 
+Like the plugin, it only looks at the start of a prompt: the plugin hashes 64-character blocks
+and stops after `DefaultMaxPrefixBlocks` = 256 of them (releases that hash characters; newer
+ones hash token blocks), so two prompts that agree on their first ~16,000 characters look the
+same to it. The simulator's requests carry token blocks, not text: the Router passes only the
+blocks within `router.index.approx_max_prefix_tokens` (default 4,096 tokens: 256 x 64
+characters at ~4 characters a token).
+
 It guesses: it never hears of evictions under memory pressure, of preemptions, of a node that
 lost its cache, or of blocks another request computed, so it drifts from the pools. The Router
 can keep it beside the precise index so the app shows both answers side by side.

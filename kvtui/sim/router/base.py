@@ -40,6 +40,9 @@ class Policy:
     # Whether `choose` reads `NodeState.prefill_tokens`: the Router walks every node's queue
     # for it per decision only then (it is -1 otherwise), a cost that grows with the cluster.
     READS_PREFILL_TOKENS = False
+    # Whether `choose` reads `NodeState.gpu_prefix` (the GPU part of the consecutive match):
+    # one more index walk per node holding the prompt's first block, so only when asked.
+    READS_TIERS = False
 
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "Policy":

@@ -23,7 +23,7 @@ from typing import Sequence
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, pick_best, tie_note
+from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, pick_best, tie_note, tie_text
 
 
 class CacheAware(Policy):
@@ -51,10 +51,10 @@ class CacheAware(Policy):
             return self._fill(req, ok, states, ctx, total)
         cands = candidates(states, scores)
         if total and best.prefix >= total:
-            return Decision(best.name, f"exact hit {best.prefix}/{total} blocks on {best.name}{tie_note(tied)}", cands, margin)
+            return Decision(best.name, f"exact hit {best.prefix}/{total} blocks on {best.name}{tie_note(tied)}", cands, margin, tie_text(tied))
         others = ", ".join(f"{s.name} {s.prefix}" for s in ok if s is not best) or "no other node"
         return Decision(
-            best.name, f"prefix {best.prefix}/{total} blocks on {best.name} (vs {others}){tie_note(tied)}", cands, margin
+            best.name, f"prefix {best.prefix}/{total} blocks on {best.name} (vs {others}){tie_note(tied)}", cands, margin, tie_text(tied)
         )
 
     def _fill(self, req: Request, ok: list[NodeState], states: Sequence[NodeState], ctx: Context, total: int) -> Decision:
@@ -70,6 +70,7 @@ class CacheAware(Policy):
                     f"of {pick.num_blocks} free{tie_note(tied)}",
                     candidates(states, scores),
                     margin,
+                    tie_text(tied),
                 )
         pick, margin, tied = least_loaded(ok, ctx.rng)
         scores = lambda: {s.name: -float(s.active) for s in ok}  # noqa: E731
@@ -79,4 +80,5 @@ class CacheAware(Policy):
             f"{pick.free_blocks} free){tie_note(tied)}",
             candidates(states, scores),
             margin,
+            tie_text(tied),
         )

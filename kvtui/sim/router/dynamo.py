@@ -1,22 +1,31 @@
-"""dynamo: NVIDIA Dynamo's KV router — lowest cost of prefill blocks x weight + decode blocks.
+"""dynamo: NVIDIA Dynamo's KV router — lowest cost of credited prefill blocks + decode blocks.
 
-After ai-dynamo/dynamo's default worker selector, `DefaultWorkerSelector::select_worker` in
-lib/llm/src/kv_router/scheduler.rs (moved to lib/kv-router/src/scheduling/selector.rs), with the
-per-worker load from `ActiveSequences` in lib/llm/src/kv_router/sequence.rs (now
-lib/kv-router/src/sequences/single.rs). For each worker:
+After ai-dynamo/dynamo 1.6.1's default worker selector (`DefaultWorkerScorer::worker_logit` in
+lib/kv-router/src/scheduling/selector/default.rs; formerly lib/llm/src/kv_router/scheduler.rs),
+its defaults (`KvRouterConfig` in lib/kv-router/src/scheduling/config.rs, as the 1.6.1 wheel's
+`dynamo._core.KvRouterConfig` documents them), and the per-worker load from `ActiveSequences`
+(lib/kv-router/src/sequences/single.rs). For each worker:
 
-    prefill_blocks = (new_tokens + active_tokens) / block_size
-        new_tokens    = isl - overlap x block_size   (this request's prompt tokens not cached
-                        there; `overlap` = consecutive prompt blocks the KV indexer says the
-                        worker holds)
-        active_tokens = the uncached prompt tokens of the requests routed to that worker whose
-                        prefill has not finished (added by `add_request`, removed by
-                        `mark_prefill_completed` at the first output token, or by `free`)
-    decode_blocks  = new_blocks + active_blocks   (`potential_blocks_and_tokens`)
-        active_blocks = distinct prompt-block hashes of the requests active on that worker
-                        (`unique_blocks`, shared prefixes counted once)
-        new_blocks    = this request's prompt blocks not among them
-    cost (logit)   = overlap_score_weight x prefill_blocks + decode_blocks
+    raw_prefill_blocks = (isl + active_tokens) / block_size
+        active_tokens  = the uncached prompt tokens of the requests routed to that worker whose
+                         prefill has not finished (added by `add_request`, removed by
+                         `mark_prefill_completed` at the first output token, or by `free`)
+    overlap_credit     = overlap_score_credit x device + host_cache_hit_weight x host
+        device         = consecutive prompt blocks the KV indexer says the worker holds in GPU
+        host           = the blocks after those that continue the match in the CPU tier
+                         (Dynamo: 0.75 for host-pinned, 0.25 for disk; kvtui has no disk tier)
+    decode_blocks      = new_blocks + active_blocks   (`potential_blocks_and_tokens`)
+        active_blocks  = distinct prompt-block hashes of the requests active on that worker
+                         (`unique_blocks`, shared prefixes counted once)
+        new_blocks     = this request's prompt blocks not among them
+    cost (logit)       = prefill_load_scale x max(0, raw_prefill_blocks - overlap_credit)
+                         + decode_blocks
+
+With only GPU blocks and the default credit of 1 this is the older two-term logit
+`overlap_score_weight x prefill_blocks + decode_blocks`; `overlap_score_weight` is now a
+deprecated alias of `prefill_load_scale` upstream (it wins when given; 0 also zeroes the
+credit), and so it is here. Checked against the real Dynamo 1.6.1 by
+tests/differential/test_dynamo_router.py.
 
 Lowest cost wins. With `temperature` > 0 the worker is sampled from `softmax_sample`: costs are
 min-max normalised and negated, p_i ~ exp(-(c_i - c_min) / ((c_max - c_min) x T)), uniform
@@ -30,8 +39,8 @@ its prefill complete, RequestCompleted / RequestRejected free it, NodeDown forge
 (Dynamo drops a worker that leaves); a rerouted request is freed from its old node before it is
 added to the new one. Preemptions are invisible to Dynamo's router and so to this policy. Not
 modelled: the 300 s forced expiry of stale requests, per-dp-rank workers, the optional
-prefix-route cache, and the newer selector's overlap-credit / prefill-load-scale terms (with
-their defaults the cost is the formula above).
+prefix-route cache, the overlap-credit decay and the active-request weight (0 by default), the
+shared-cache tier.
 
 Candidate columns: `pf_blk` (prefill blocks), `dec_blk` (decode blocks), `cost`, and with
 temperature `p` (the softmax probability).
@@ -47,7 +56,7 @@ from kvtui.events import Event, FirstToken, NodeDown, RequestCompleted, RequestR
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
+from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note, tie_text
 
 
 class ActiveSequences:
@@ -132,11 +141,21 @@ def sample_index(probs: Sequence[float], u: float) -> int:
     return len(probs) - 1
 
 
+def overlap_words(s: NodeState) -> str:
+    """The consecutive match, split by tier when part of it is in the CPU tier."""
+    host = s.prefix - s.gpu_prefix if s.gpu_prefix >= 0 else 0
+    return f"{s.gpu_prefix} GPU + {host} CPU" if host > 0 else str(s.prefix)
+
+
 class Dynamo(Policy):
     EVENT_TYPES = (FirstToken, RequestCompleted, RequestRejected, NodeDown)
+    READS_TIERS = True
 
-    def __init__(self, overlap_score_weight: float = 1.0, temperature: float = 0.0) -> None:
-        self.weight = overlap_score_weight
+    def __init__(self, prefill_load_scale: float = 1.0, temperature: float = 0.0, credits: tuple[float, float] = (1.0, 0.75)) -> None:
+        """`credits`: prefill blocks saved per cached prompt block in GPU memory
+        (`overlap_score_credit`) and per block after them in the CPU tier (`host_cache_hit_weight`)."""
+        self.weight = prefill_load_scale
+        self.credit, self.host_credit = credits
         self.temperature = temperature
         self.workers: dict[str, ActiveSequences] = {}
         self.where: dict[str, str] = {}  # request -> node it is active on
@@ -145,7 +164,11 @@ class Dynamo(Policy):
 
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "Dynamo":
-        return cls(overlap_score_weight=cfg.dynamo.overlap_score_weight, temperature=cfg.dynamo.temperature)
+        c = cfg.dynamo
+        scale, credit = c.prefill_load_scale, c.overlap_score_credit
+        if c.overlap_score_weight is not None:  # the deprecated alias wins; 0 also zeroes the credit
+            scale, credit = c.overlap_score_weight, (0.0 if c.overlap_score_weight == 0 else credit)
+        return cls(scale, c.temperature, (credit, c.host_cache_hit_weight))
 
     # ------------------------------------------------------------------ bookkeeping
     def seqs(self, node: str) -> ActiveSequences:
@@ -156,11 +179,17 @@ class Dynamo(Policy):
 
     def routed(self, req: Request, node: str, states: Sequence[NodeState]) -> None:
         self._free(req.id)
-        overlap = next((s.prefix for s in states if s.name == node), 0)
         bs = self._block_size
+        cached = next((self.cached_tokens(s, bs) for s in states if s.name == node), 0)
         keys = req.block_keys[: req.prompt_tokens // bs]
-        self.seqs(node).add_request(req.id, keys, max(req.prompt_tokens - overlap * bs, 0))
+        self.seqs(node).add_request(req.id, keys, max(req.prompt_tokens - cached, 0))
         self.where[req.id] = node
+
+    def cached_tokens(self, s: NodeState, block_size: int) -> int:
+        """The prompt tokens Dynamo books as not to prefill: GPU blocks whole, CPU-tier blocks after
+        them at the host weight, rounded half away from zero (`KvCostScorer::cached_tokens`)."""
+        gpu = s.gpu_prefix if s.gpu_prefix >= 0 else s.prefix
+        return math.floor((gpu + self.host_credit * (s.prefix - gpu)) * block_size + 0.5)
 
     def _free(self, request: str) -> None:
         node = self.where.pop(request, None)
@@ -181,16 +210,20 @@ class Dynamo(Policy):
                     self.where.pop(r, None)
 
     # ------------------------------------------------------------------ the cost
+    def overlap_credit(self, s: NodeState) -> float:
+        """Blocks of prefill the cache saves on `s`: GPU blocks at the credit, CPU-tier ones after them at the host weight."""
+        gpu = s.gpu_prefix if s.gpu_prefix >= 0 else s.prefix
+        return self.credit * gpu + self.host_credit * (s.prefix - gpu)
+
     def terms(self, req: Request, ctx: Context, ok: Sequence[NodeState]) -> dict[str, tuple[float, float, float]]:
-        """Per node: (prefill blocks, decode blocks, cost)."""
+        """Per node: (credited prefill blocks, decode blocks, cost)."""
         bs = ctx.block_size
         keys = req.block_keys[: req.prompt_tokens // bs]
         out = {}
         for s in ok:
             w = self.workers.get(s.name)
-            new_tokens = max(req.prompt_tokens - s.prefix * bs, 0)
             active_tokens = w.active_tokens if w else 0
-            prefill = (new_tokens + active_tokens) / bs
+            prefill = max((req.prompt_tokens + active_tokens) / bs - self.overlap_credit(s), 0.0)
             decode = float((w.new_blocks(keys) + w.active_blocks) if w else len(keys))
             out[s.name] = (prefill, decode, self.weight * prefill + decode)
         return out
@@ -229,7 +262,7 @@ class Dynamo(Policy):
         total = states[0].total if states else 0
         reason = (
             f"{pick.name}: cost {c:.1f} = {self.weight:g}x{pf:.1f} prefill + {dec:.1f} decode blocks "
-            f"(overlap {pick.prefix}/{total})"
+            f"(overlap {overlap_words(pick)}/{total})"
         )
         if probs:
             reason += f", sampled at temperature {self.temperature:g} (p {probs[pick.name]:.2f})"
@@ -241,7 +274,7 @@ class Dynamo(Policy):
             reason += f", lowest by {margin:.1f}"
         else:
             reason += ", the only eligible node"
-        return Decision(pick.name, reason, candidates(states, scores, extra), margin)
+        return Decision(pick.name, reason, candidates(states, scores, extra), margin, "" if probs else tie_text(tied))
 
     def report(self) -> dict:
         return {

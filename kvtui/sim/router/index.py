@@ -15,6 +15,9 @@ Three scorers, as named in llm-d's KV-cache manager design (seed 003):
 - `coverage`: the number of prompt blocks the node holds anywhere in the prompt, weighted.
 Every scorer also reports the consecutive match, which is what a node's prefix cache can
 really use (vLLM only reuses a prefix), so the app can show where the scorers differ.
+`highest_hit` and `coverage` are kvtui's own: no upstream router scores that way.
+With `pods_per_key`, at most that many (node, tier) entries per key, as llm-d's in-memory index
+keeps (see `kvtui.sim.router.pods_per_key`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from operator import or_
 from typing import Iterable, Sequence
 
 from kvtui.events import BlocksEvicted, BlocksStored, Event, NodeCacheCleared
+from kvtui.sim.router.pods_per_key import PodsPerKey
 
 MEDIA = ("gpu", "cpu")
 _BIT = {m: 1 << i for i, m in enumerate(MEDIA)}
@@ -56,8 +60,11 @@ class KVIndex:
 
     EVENT_TYPES = (BlocksStored, BlocksEvicted, NodeCacheCleared)
 
-    def __init__(self, scorer: str = "longest_prefix", weights: dict[str, float] | None = None) -> None:
+    def __init__(
+        self, scorer: str = "longest_prefix", weights: dict[str, float] | None = None, pods_per_key: int | None = None
+    ) -> None:
         self.scorer = scorer
+        self._pods = PodsPerKey(pods_per_key) if pods_per_key else None  # llm-d's bound, when asked for
         w = {"gpu": 1.0, "cpu": 0.8} if weights is None else weights
         self._weight = tuple(w[m] for m in MEDIA)
         # weight of a tier bitmask: the best tier the node holds the block in
@@ -85,21 +92,36 @@ class KVIndex:
     def reset(self, where: dict[int, Iterable[str]]) -> None:
         """Replace the whole index (after the control plane recovered it from its log)."""
         self._held = {}
+        if self._pods is not None:
+            self._pods = PodsPerKey(self._pods.cap)
+            for k, nodes in where.items():
+                for n in nodes:
+                    self.add(n, (k,))
+            return
         for k, nodes in where.items():
             for n in nodes:
                 self._sets(n)[0].add(k)
 
     def add(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
+        if self._pods is not None:
+            keys = tuple(keys)
         self._sets(node)[_SLOT[medium]].update(keys)
+        if self._pods is not None:
+            for (other, slot), k in self._pods.stored(node, _SLOT[medium], keys):
+                self._held[other][slot].discard(k)
 
     def remove(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
         sets = self._held.get(node)
         if sets is not None:
             sets[_SLOT[medium]].difference_update(keys)
+        if self._pods is not None:
+            self._pods.removed(node, _SLOT[medium], keys)
 
     def clear(self, node: str) -> None:
         """The node lost its cache (went down): every tier of it."""
-        self._held.pop(node, None)
+        sets = self._held.pop(node, None)
+        if self._pods is not None and sets is not None:
+            self._pods.cleared(node, enumerate(sets))
 
     # ------------------------------------------------------------------ asking
     def match(self, keys: Sequence[int]) -> dict[str, Match]:
@@ -149,6 +171,14 @@ class KVIndex:
                 pos, m = held[-1]
                 score[node] = (pos + 1) * weight[m]
         return score
+
+    def gpu_run(self, node: str, keys: Sequence[int], upto: int) -> int:
+        """How many leading `keys` (at most `upto`) `node` holds in GPU memory: the device part
+        of a consecutive match that may go on in the CPU tier (Dynamo credits the two apart)."""
+        sets = self._held.get(node)
+        if sets is None or not sets[1]:
+            return upto
+        return _run_length(keys[:upto], (sets[0], set()))
 
     def keys_on(self, node: str, medium: str | None = None) -> set[int]:
         """Every key the index credits to `node` (in `medium`, or any tier); for checks and tests."""

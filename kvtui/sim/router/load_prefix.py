@@ -14,9 +14,17 @@ clamped to [0, 1]); the picker takes the maximum after shuffling, so ties are ra
 - kv-cache utilisation (plugins/scorer/kvcache_utilization.go): 1 - KV usage, where usage is
   vLLM's `kv_cache_usage_perc` (1 - free blocks / total; cached-but-idle blocks count as free).
 
-Weights (`router.weights`): preset `llm-d` (prefix 3, queue 2, kv 2, the weights of llm-d's
-default scheduling profile), `seed-111` and `seed-322` (the predicted-latency blog's (1,1,1)
-and (3,2,2) load+prefix baselines); a weight given explicitly overrides the preset's.
+Weights (`router.weights`), each preset named with where it ships:
+- `llm-d-approximate` (prefix 3, queue 2, kv 2): the default profile of the InferencePool chart
+  (kubernetes-sigs/gateway-api-inference-extension config/charts/inferencepool, its
+  `default-plugins.yaml`), whose prefix scorer is the approximate `prefix-cache-scorer`;
+- `llm-d-precise` (prefix 2, queue 1, kv 1): llm-d-inference-scheduler's sample configuration
+  for the precise scorer (deploy/config/epp-precise-prefix-cache-config.yaml);
+- `llm-d` (the default): whichever of the two ships with the index in use (`router.index.mode`),
+  since no llm-d configuration pairs 3/2/2 with the precise index;
+- `seed-111` and `seed-322`: the seed's (the predicted-latency blog's (1,1,1) and (3,2,2)
+  load+prefix baselines), kept under the seed's names.
+A weight given explicitly overrides the preset's.
 """
 
 from __future__ import annotations
@@ -26,13 +34,22 @@ from typing import Sequence
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
+from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note, tie_text
 
 PRESETS: dict[str, tuple[float, float, float]] = {
-    "llm-d": (3.0, 2.0, 2.0),
+    "llm-d-approximate": (3.0, 2.0, 2.0),
+    "llm-d-precise": (2.0, 1.0, 1.0),
     "seed-111": (1.0, 1.0, 1.0),
     "seed-322": (3.0, 2.0, 2.0),
 }
+
+
+def preset_weights(cfg: RouterConfig) -> tuple[float, float, float]:
+    """The preset's (prefix, queue, kv); `llm-d` is the one llm-d ships with the configured index."""
+    name = cfg.weights.preset
+    if name == "llm-d":
+        name = f"llm-d-{cfg.index.mode}"
+    return PRESETS[name]
 
 
 def clamp01(x: float) -> float:
@@ -55,7 +72,7 @@ class LoadPrefix(Policy):
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "LoadPrefix":
         w = cfg.weights
-        p, q, k = PRESETS[w.preset]
+        p, q, k = preset_weights(cfg)
         return cls(
             prefix=p if w.prefix is None else w.prefix,
             queue=q if w.queue is None else w.queue,
@@ -83,4 +100,4 @@ class LoadPrefix(Policy):
         )
         if len(ok) > 1:
             reason += f", ahead by {margin:.2f}"
-        return Decision(pick.name, reason + tie_note(tied), candidates(states, scores, extra), margin)
+        return Decision(pick.name, reason + tie_note(tied), candidates(states, scores, extra), margin, tie_text(tied))

@@ -74,11 +74,12 @@ class Router:
         self.delay = cfg.index.delay_ms / 1000.0
 
         weights = {"gpu": cfg.index.medium_weights.gpu, "cpu": cfg.index.medium_weights.cpu}
-        self.index = KVIndex(cfg.index.scorer, weights)
+        self.index = KVIndex(cfg.index.scorer, weights, cfg.index.pods_per_key)
         self.approx: ApproxIndex | None = None
         if cfg.index.mode == "approximate":
             cap = cfg.index.approx_blocks_per_node
             self.approx = ApproxIndex({n.name: cap or n.pool.num_blocks for n in self.nodes})
+        self.approx_blocks = max(1, cfg.index.approx_max_prefix_tokens // block_size)
         self._index_sink = self.index.on_event
         self.kv_sink: Callable[[Event], None] = self._index_sink  # the control plane puts itself here
         self.sessions: dict[str, str] = self.ctx.sessions  # type: ignore[assignment]
@@ -168,7 +169,7 @@ class Router:
         if self.session_sink is not None:
             self.session_sink(req.session, node.name)
         if self.approx is not None:
-            self.approx.routed(node.name, keys)
+            self.approx.routed(node.name, keys[: self.approx_blocks])
         self.policy.routed(req, node.name, states)
         node.enqueue(req)
 
@@ -184,6 +185,7 @@ class Router:
             session=req.session,
             margin=round(decision.margin, 6),
             stale=stale,
+            tie=decision.tie,
         )
 
     def reject(self, req: Request, node: str | None, reason: str) -> None:
@@ -194,10 +196,12 @@ class Router:
     def observe(self, req: Request, keys: Sequence[int]) -> list[NodeState]:
         """One snapshot per node, with the prefix the policy's index credits it."""
         precise = self.index.match(keys)
-        used, other = (precise, None) if self.approx is None else (self.approx.match(keys), precise)
+        used, other = (precise, None) if self.approx is None else (self.approx.match(keys[: self.approx_blocks]), precise)
         total = len(keys)
+        scored = total if self.approx is None else min(total, self.approx_blocks)  # the plugin scores the blocks it hashed
         none = Match(0, 0.0)
         prefill = self.policy.READS_PREFILL_TOKENS
+        tiers = self.policy.READS_TIERS and self.approx is None
         out = []
         # One snapshot per node per decision: this loop is the part of a request's cost that
         # grows with the cluster, hence the plain locals, positional fields, and no arithmetic
@@ -208,7 +212,7 @@ class Router:
             if m is None:
                 prefix, score = 0, 0.0
             else:
-                prefix, score = m.consecutive, (min(1.0, m.weighted / total) if total else 0.0)
+                prefix, score = m.consecutive, (min(1.0, m.weighted / scored) if scored else 0.0)
             pool = node.pool
             free = pool.free_queue.size
             out.append(
@@ -225,6 +229,7 @@ class Router:
                     pool.num_blocks,
                     node.pending_prefill_tokens() if prefill else -1,
                     -1 if other is None else other.get(name, none).consecutive,
+                    (self.index.gpu_run(name, keys, prefix) if prefix and tiers else prefix),
                 )
             )
         return out

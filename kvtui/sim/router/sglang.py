@@ -32,8 +32,14 @@ Where the simulator differs: SGLang matches on request text, characters; the sim
 requests carry block keys, so the tree holds the request's full prompt blocks (`block_keys[:
 prompt_tokens // block_size]`), the match rate is matched blocks / full prompt blocks, and
 `max_tree_size` counts blocks (default 2^20: 2^26 characters at ~4 characters a token and 16
-tokens a block). Upstream ties (`min_by_key` takes the first worker in list order, the matched
-tenant is the first key of a hash map) are drawn by the seeded RNG. Nodes that would refuse the
+tokens a block).
+
+Ties (`tie_break`), checked against the real gateway (sglang-router 0.3.2 over fake workers on
+loopback, tests/differential/test_sglang_router.py): by default as the gateway breaks them —
+`min_by_key` returns the first least-loaded worker in its list (here: cluster order), and on a
+tree hit the tenant that first cached the matched text (the first tenant stamped on the
+deepest matched node); `tie_break: random` draws among the tied instead, from the seeded RNG
+(what kvtui did before; 88.6 % of its picks matched the gateway's). Nodes that would refuse the
 request now are left out of the match, as SGLang leaves out unhealthy workers; the tree is
 updated in `routed`, after admission, rather than inside the selection.
 """
@@ -47,7 +53,7 @@ from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.radix_tree import RadixTree
-from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
+from kvtui.sim.router.state import FIRST_IN_ORDER, RNG_DRAW, Decision, NodeState, candidates, pick_best, tie_note, tie_text
 
 
 class SGLangCacheAware(Policy):
@@ -61,6 +67,7 @@ class SGLangCacheAware(Policy):
         eviction_interval_s: float = 120.0,
         max_tree_size: int = 1_048_576,
         fallback: str = "least_loaded",
+        tie_break: str = "deterministic",
     ) -> None:
         self.abs_threshold = balance_abs_threshold
         self.rel_threshold = balance_rel_threshold
@@ -68,6 +75,8 @@ class SGLangCacheAware(Policy):
         self.eviction_interval = eviction_interval_s
         self.max_tree_size = max_tree_size
         self.fallback = fallback
+        self.first = tie_break == "deterministic"
+        self.how = FIRST_IN_ORDER if self.first else RNG_DRAW
         self.tree = RadixTree()
         self.inflight: dict[str, set[str]] = {}  # node -> request ids the router sent and saw no end of
         self.where: dict[str, str] = {}  # request id -> node
@@ -87,6 +96,7 @@ class SGLangCacheAware(Policy):
             eviction_interval_s=c.eviction_interval_s,
             max_tree_size=c.max_tree_size,
             fallback=c.fallback,
+            tie_break=c.tie_break,
         )
 
     # ------------------------------------------------------------------ bookkeeping
@@ -153,7 +163,7 @@ class SGLangCacheAware(Policy):
             return (("load", float(loads[s.name])), ("match", float(depth_of[s.name])), ("tree", float(self.tree.size(s.name))))
 
         def least_loaded() -> tuple[NodeState, float, int]:
-            return pick_best(ok, lambda s: -loads[s.name], ctx.rng)
+            return pick_best(ok, lambda s: -loads[s.name], ctx.rng, self.first)
 
         if self.is_imbalanced(known):
             self.stats["imbalanced"] += 1
@@ -163,11 +173,11 @@ class SGLangCacheAware(Policy):
                 f"{pick.name}: imbalanced (load max {hi} - min {lo} > {self.abs_threshold} and "
                 f"{hi} > {self.rel_threshold:g}x{lo}), shortest queue {loads[pick.name]}"
             )
-            return Decision(pick.name, reason + tie_note(tied), candidates(states, scores, extra), margin)
+            return self._decision(pick.name, reason, tied, candidates(states, scores, extra), margin)
 
         if rate > self.cache_threshold and tenants:
             self.stats["cache_hit"] += 1
-            name = tenants[0] if len(tenants) == 1 else tenants[int(ctx.rng.integers(len(tenants)))]
+            name = self._matched_tenant(tenants, ctx)
             self.tree.touch(keys, depth, name, ctx.now)
             scores = {s.name: float(depth_of[s.name]) for s in ok}
             others = [v for n, v in scores.items() if n != name]
@@ -176,13 +186,14 @@ class SGLangCacheAware(Policy):
                 f"{name}: tree match {depth}/{len(keys)} blocks = {rate:.2f} > {self.cache_threshold:g} "
                 f"(load {loads[name]}, balanced: max {hi} - min {lo})"
             )
-            return Decision(name, reason + tie_note(len(tenants)), candidates(states, scores, extra), margin)
+            how = "the first to cache the matched blocks" if self.first else RNG_DRAW
+            return self._decision(name, reason, len(tenants), candidates(states, scores, extra), margin, how)
 
         self.stats["cache_miss"] += 1
         if tenants:
             self.tree.touch(keys, depth, tenants[0], ctx.now)
         if self.fallback == "smallest_tree":
-            pick, margin, tied = pick_best(ok, lambda s: -self.tree.size(s.name), ctx.rng)
+            pick, margin, tied = pick_best(ok, lambda s: -self.tree.size(s.name), ctx.rng, self.first)
             scores = {s.name: -float(self.tree.size(s.name)) for s in ok}
             how = f"smallest tree {self.tree.size(pick.name)} blocks"
         else:
@@ -190,7 +201,17 @@ class SGLangCacheAware(Policy):
             scores = {s.name: -float(loads[s.name]) for s in ok}
             how = f"least loaded {loads[pick.name]}"
         reason = f"{pick.name}: tree match {depth}/{len(keys)} = {rate:.2f} <= {self.cache_threshold:g}, {how}"
-        return Decision(pick.name, reason + tie_note(tied), candidates(states, scores, extra), margin)
+        return self._decision(pick.name, reason, tied, candidates(states, scores, extra), margin)
+
+    def _matched_tenant(self, tenants: list[str], ctx: Context) -> str:
+        """Of the tenants on the deepest matched node: the first to cache it, or one drawn."""
+        if self.first or len(tenants) == 1:
+            return tenants[0]
+        return tenants[int(ctx.rng.integers(len(tenants)))]
+
+    def _decision(self, node: str, reason: str, tied: int, cands, margin: float, how: str = "") -> Decision:
+        how = how or self.how
+        return Decision(node, reason + tie_note(tied, how), cands, margin, tie_text(tied, how))
 
     def report(self) -> dict:
         return {

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note
+from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, tie_note, tie_text
 
 
 class RoundRobin(Policy):
@@ -45,4 +45,5 @@ class LeastLoaded(Policy):
             f"least loaded: {pick.name} has {pick.active} active (others {others}){tie_note(tied)}",
             candidates(states, scores),
             margin,
+            tie_text(tied),
         )

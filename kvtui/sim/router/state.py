@@ -7,10 +7,16 @@ policy is a pure function of (request, snapshots, its own state, the seeded RNG)
 are values nobody changes; they are not `frozen` dataclasses only because a frozen one's
 `__init__` costs ~4x more, and the Router builds one per node per decision.
 
-`pick_best` is the max-score picker every policy uses: ties are broken by the seeded RNG,
-never by node order, as llm-d's max-score picker does (it shuffles the candidates before
+`pick_best` is the max-score picker every policy uses. Ties follow the modelled system's rule:
+by default the seeded RNG, as llm-d's max-score picker does (it shuffles the candidates before
 taking the maximum, gateway-api-inference-extension
-pkg/epp/scheduling/framework/plugins/picker/max_score_picker.go).
+pkg/epp/scheduling/framework/plugins/picker/max_score_picker.go); with `first=True` the first
+candidate in cluster order, as SGLang's gateway does (`min_by_key` over its worker list).
+
+A decision says "tie" only when its pick really shared the top key with another candidate:
+`Decision.tie` holds the sentence (empty otherwise), and `margin` is the pick's lead over the
+runner-up on the first component of the key that separates them. Rule-based picks (round
+robin, random, session affinity) have no runner-up score: margin 0 and no tie (issue 20).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class NodeState:
     num_blocks: int
     prefill_tokens: int
     other_prefix: int = -1  # approximate mode: what the precise (KV-event) index says; -1 otherwise
+    gpu_prefix: int = -1  # the part of `prefix` held in GPU memory (= prefix unless the policy READS_TIERS)
 
     @property
     def eligible(self) -> bool:
@@ -86,7 +93,7 @@ class Decision:
     snapshots and scores, it is the same tuple whenever it is read.
     """
 
-    __slots__ = ("node", "reason", "_candidates", "margin")
+    __slots__ = ("node", "reason", "_candidates", "margin", "tie")
 
     def __init__(
         self,
@@ -94,11 +101,13 @@ class Decision:
         reason: str,
         candidates: "tuple[Candidate, ...] | Callable[[], tuple[Candidate, ...]]",
         margin: float = 0.0,
+        tie: str = "",
     ) -> None:
         self.node = node
         self.reason = reason
         self._candidates = candidates
         self.margin = margin
+        self.tie = tie
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -107,7 +116,7 @@ class Decision:
         return self._candidates
 
     def __repr__(self) -> str:
-        return f"Decision(node={self.node!r}, reason={self.reason!r}, margin={self.margin!r})"
+        return f"Decision(node={self.node!r}, reason={self.reason!r}, margin={self.margin!r}, tie={self.tie!r})"
 
 
 Scores = dict[str, float] | Callable[[], dict[str, float]]
@@ -149,26 +158,35 @@ def candidates(
 
 
 def pick_best(
-    ok: Sequence[NodeState], key: Callable[[NodeState], float | tuple], rng: np.random.Generator
+    ok: Sequence[NodeState],
+    key: Callable[[NodeState], float | tuple],
+    rng: np.random.Generator,
+    first: bool = False,
 ) -> tuple[NodeState, float, int]:
-    """The state with the highest `key`, ties broken by `rng`.
+    """The state with the highest `key`; ties broken by `rng`, or with `first` by cluster order.
 
-    Returns (pick, margin, tied): margin is the pick's lead over the best other candidate on
-    the key's first component (0 when tied or alone); tied is how many shared the top key.
-    The RNG is drawn only when there is a tie, so policies that never tie draw nothing.
+    Returns (pick, margin, tied): margin is the pick's lead over the runner-up (the best other
+    key) on the first component where they differ (0 when tied or alone); tied is how many
+    shared the top key. The RNG is drawn only for a tie it breaks, so a policy that never ties
+    draws nothing.
     """
     keys = list(map(key, ok))  # per node per decision: C-level passes where they can be
     best = max(keys)
     tied = keys.count(best)
-    if tied == 1:
+    if tied == 1 or first:
         i = keys.index(best)
     else:
         i = [j for j, k in enumerate(keys) if k == best][int(rng.integers(tied))]
-    if len(keys) == 1:
-        return ok[i], 0.0, 1
-    tuples = isinstance(best, tuple)
-    firsts = [k[0] for k in keys] if tuples else keys
-    return ok[i], float((best[0] if tuples else best) - max(firsts[:i] + firsts[i + 1 :])), tied
+    if len(keys) == 1 or tied > 1:
+        return ok[i], 0.0, tied
+    return ok[i], lead(best, max(keys[:i] + keys[i + 1 :])), tied
+
+
+def lead(best: float | tuple, runner_up: float | tuple) -> float:
+    """How far `best` is ahead of `runner_up` on the first component where they differ."""
+    if not isinstance(best, tuple):
+        return float(best - runner_up)  # type: ignore[operator]
+    return next((float(b - r) for b, r in zip(best, runner_up) if b != r), 0.0)  # type: ignore[arg-type]
 
 
 def least_loaded(ok: Sequence[NodeState], rng: np.random.Generator) -> tuple[NodeState, float, int]:
@@ -181,5 +199,15 @@ def no_eligible(states: Sequence[NodeState]) -> Decision:
     return Decision(None, f"no node can take it ({reasons})", candidates(states, {}))
 
 
-def tie_note(tied: int) -> str:
-    return f" (tie of {tied}, drawn by the seeded RNG)" if tied > 1 else ""
+RNG_DRAW = "drawn by the seeded RNG"
+FIRST_IN_ORDER = "the first in cluster order"
+
+
+def tie_text(tied: int, how: str = RNG_DRAW) -> str:
+    """The decision's tie sentence: empty unless `tied` candidates shared the top key."""
+    return f"tie of {tied}, {how}" if tied > 1 else ""
+
+
+def tie_note(tied: int, how: str = RNG_DRAW) -> str:
+    """The tie sentence as a suffix of a decision's reason."""
+    return f" ({tie_text(tied, how)})" if tied > 1 else ""

@@ -83,8 +83,10 @@ def decision_line(ev: RouteDecided) -> str:
         lead = "refused"
     elif eligible < 2:
         lead = "only candidate"
+    elif ev.tie:
+        lead = ev.tie
     elif ev.margin == 0:
-        lead = "tie, drawn by the seeded RNG"
+        lead = "picked by rule, no runner-up score"
     else:
         lead = f"margin {_num(ev.margin)} over the runner-up"
     line = f"{ev.request} · {ev.policy} · {lead}"
