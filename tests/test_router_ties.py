@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvtui.events import RouteDecided
-from kvtui.explain import explain
+from kvtui.run.narrate import explain
 from kvtui.scenario import load_scenario
 from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.sim.engine import Simulation
