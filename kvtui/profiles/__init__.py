@@ -10,9 +10,10 @@ checks names and memory fit) and the engine (which builds latency models) both r
 from here, so neither has to import the other.
 
 Memory arithmetic (`memory_fit`) follows vLLM's sizing: the KV cache gets what is left of
-`gpu_memory_utilization x memory` on each GPU after that GPU's shard of the weights and the
-activation peak of a forward pass (vLLM v1 `Worker.determine_available_memory`, which profiles
-a dummy batch of `max_num_batched_tokens`); kvtui estimates that peak instead of profiling it.
+`gpu_memory_utilization x total memory` (as the driver reports it) on each GPU after that GPU's
+shard of the weights and the peak of a profiling pass (vLLM v1 `Worker.determine_available_memory`,
+which profiles a dummy batch of `max_num_batched_tokens`); kvtui estimates the activations per
+token and, for a model whose profile carries vLLM's measured peak, adds what the estimate misses.
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ KV_DTYPE_BYTES = {"bf16": 2, "fp8": 1}
 #   A100-SXM4-80GB: https://buildkite.com/julialang/opencl-dot-jl/builds/306 (mirror)
 #     latency_llama8B_tp1 1585.43 ms.
 # Fitted: memory_efficiency 0.66 (with the 0.5 ms iteration overhead) reproduces the H100 8B
-# figure (1000.6 ms, +0.3 %). Cross-checks with the same shares: A100 8B 1615.6 ms (+1.9 %),
-# H100 70B TP=4 2309.0 ms (-5.5 %), H200 8B 720.2 ms (-13.6 %), H200 70B TP=4 1695.4 ms
-# (-18.4 %). This benchmark's prefill is 256 tokens (~7 ms of ~1 s), so it says little about
-# the prefill share; that is calibrated on a TTFT (TTFT_CALIBRATION below).
+# figure (1003.9 ms, +0.6 %). Cross-checks with the same shares and the TP terms of
+# TP_CALIBRATION: A100 8B 1612.8 ms (+1.7 %), H100 70B TP=4 2500.4 ms (+2.3 %), H200 8B 723.5 ms
+# (-13.2 %), H200 70B TP=4 1886.8 ms (-9.2 %; -18.4 % before the collective launch cost). This benchmark's
+# prefill is 256 tokens (~7 ms of ~1 s at TP=1), so it says little about the prefill share;
+# that is calibrated on a TTFT (TTFT_CALIBRATION below).
 CALIBRATION: dict[str, Any] = {
     "source": "vLLM nightly performance benchmark, latency tests (input 32, output 128, batch 8)",
     "urls": (
@@ -95,6 +97,41 @@ TTFT_CALIBRATION: dict[str, Any] = {
 }
 
 
+# The runs the tensor-parallel terms (ring step latency, collective launch, eager layer floor) are
+# fitted to, and the A100 compute efficiency: LambdaLabsML/vllm-benchmark at commit
+# a4f9f4371a1ccac781293837fce2bce0cc6d25cc (H100, 2024-09-07) and f093afe94aacfb282ac40fef31c94a0010b37e5e
+# (A100, 2024-09-08), files results/prompt_10/<N>x<GPU>-80GB-SXM/<model>_tp<N>_len2048.json:
+# vLLM 0.6 benchmark_serving.py, the ten prompts of TTFT_CALIBRATION sent at once, prefilled in one
+# batch (chunked prefill off at max-model-len 2048). TTFT is the median over requests that streamed
+# a token (Llama-3-70B answered two prompts with no token: TTFT 0 in the file, left out; kvtui
+# gives them one, as a request must produce one); TPOT is
+# the file's median_tpot_ms. Meta-Llama-3-8B/70B-Instruct have Llama-3.1-8B/70B's architecture.
+# The runs stream ten tokens per chunk (multi-step scheduling), so ITL is not a per-token time;
+# TPOT is. Fitted with H100's efficiencies kept: every run within 11 % (tests/test_latency.py).
+TP_CALIBRATION: dict[str, Any] = {
+    "source": "LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.6, 10 prompts, 1,369 prompt tokens)",
+    "url": "https://github.com/LambdaLabsML/vllm-benchmark",
+    "input_lens": TTFT_CALIBRATION["input_lens"],
+    "runs": {
+        # (hardware, model, tp): (file, output_lens, median TTFT ms, median TPOT ms)
+        ("h100-80gb", "llama-3.1-8b", 1): ("1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json",
+                                           (120, 429, 233, 194, 101, 741, 9, 3, 6, 31), 62.426, 7.558),
+        ("h100-80gb", "llama-3.1-8b", 2): ("2xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp2_len2048.json",
+                                           (120, 510, 233, 194, 101, 741, 9, 3, 6, 31), 53.506, 5.257),
+        ("h100-80gb", "llama-3.1-8b", 4): ("4xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp4_len2048.json",
+                                           (120, 414, 233, 194, 101, 741, 9, 3, 6, 31), 47.918, 3.882),
+        ("h100-80gb", "llama-3.1-8b", 8): ("8xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp8_len2048.json",
+                                           (120, 425, 233, 194, 101, 741, 9, 3, 6, 31), 55.882, 3.260),
+        ("h100-80gb", "llama-3.1-70b", 4): ("4xH100-80GB-SXM/Meta-Llama-3-70B-Instruct_tp4_len2048.json",
+                                            (120, 661, 233, 194, 101, 741, 1, 1, 6, 35), 140.562, 18.117),
+        ("h100-80gb", "llama-3.1-70b", 8): ("8xH100-80GB-SXM/Meta-Llama-3-70B-Instruct_tp8_len2048.json",
+                                            (120, 624, 233, 194, 101, 741, 1, 1, 6, 35), 122.280, 12.179),
+        ("a100-80gb", "llama-3.1-8b", 1): ("1xA100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json",
+                                           (120, 507, 233, 194, 101, 741, 9, 3, 6, 31), 126.729, 12.014),
+    },
+}
+
+
 @dataclass(frozen=True)
 class Hardware:
     """One GPU: memory, dense BF16 peak, memory bandwidth, and its link to its TP peers."""
@@ -106,6 +143,9 @@ class Hardware:
     interconnect: str = "none"
     link_bytes_per_s: float = 0.0  # per direction, per GPU
     link_latency_s: float = 0.0  # per ring step
+    allreduce_launch_s: float = 0.0  # fixed cost of one collective call, whatever its size
+    eager_layer_floor_s: float = 0.0  # least time per layer of an eager TP>1 iteration
+    usable_memory_bytes: float = 0.0  # what the driver reports as total (0: memory_bytes)
     compute_efficiency: float = 0.36  # the H100 calibration (TTFT_CALIBRATION)
     memory_efficiency: float = 0.8
     source: str = ""
@@ -124,6 +164,7 @@ class Model:
     intermediate: int = 0
     attention_heads: int = 0
     dtype_bytes: int = 2  # BF16 weights
+    activation_extra_bytes: float = 0.0  # measured peak minus the estimate (activation_peak_gib)
     source: str = ""
 
     @property
@@ -152,10 +193,16 @@ class Model:
 
         An estimate of what vLLM's profiling run finds: about four hidden-sized buffers per
         token (residual, normed input, attention output, QKV) plus the MLP's gate and up
-        projections (sharded over TP), in BF16. About 0.7 GB for Llama-3.1-8B at 8,192 tokens.
+        projections (sharded over TP), in BF16: about 0.7 GB for Llama-3.1-8B at 8,192 tokens.
+        vLLM measures far more (sampler buffers, CUDA graph pool, workspaces: 4.76 GiB for that
+        model); a profile with `activation_peak_gib` adds the difference, whatever the batch.
         """
         width = 4 * self.hidden + 2 * self.intermediate / tp
-        return tokens * width * self.dtype_bytes
+        return tokens * width * self.dtype_bytes + self.activation_extra_bytes
+
+    def estimated_activations(self, tokens: int) -> float:
+        """The per-token estimate alone, on one GPU (what a measured peak is compared with)."""
+        return tokens * (4 * self.hidden + 2 * self.intermediate) * self.dtype_bytes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,6 +219,9 @@ def hardware_from_figures(name: str, f: Mapping[str, Any]) -> Hardware:
         interconnect=str(f.get("interconnect") or "none"),
         link_bytes_per_s=float(f.get("interconnect_gb_s") or 0.0) * GB,
         link_latency_s=float(f.get("interconnect_latency_us") or 0.0) * 1e-6,
+        allreduce_launch_s=float(f.get("allreduce_launch_us") or 0.0) * 1e-6,
+        eager_layer_floor_s=float(f.get("eager_layer_floor_us") or 0.0) * 1e-6,
+        usable_memory_bytes=float(f.get("usable_memory_gib") or 0.0) * GiB,
         source=str(f.get("source") or ""),
     )
     for key in ("compute_efficiency", "memory_efficiency"):
@@ -184,7 +234,7 @@ def model_from_figures(name: str, f: Mapping[str, Any]) -> Model:
     """A Model from the keys of models.yaml (params_b, layers, hidden, kv_heads, ...)."""
     heads = int(f["attention_heads"])
     head_dim = f.get("head_dim") or int(f["hidden"]) // heads
-    return Model(
+    model = Model(
         name=name,
         params=float(f["params_b"]) * 1e9,
         layers=int(f["layers"]),
@@ -195,6 +245,16 @@ def model_from_figures(name: str, f: Mapping[str, Any]) -> Model:
         attention_heads=heads,
         source=str(f.get("source") or ""),
     )
+    return with_measured_peak(model, f.get("activation_peak_gib"), f.get("activation_peak_tokens"))
+
+
+def with_measured_peak(model: Model, peak_gib: Any, tokens: Any) -> Model:
+    """The model with vLLM's measured profiling peak (GiB at `tokens` batched tokens, one GPU),
+    kept as what the per-token estimate misses; unchanged without a measurement."""
+    if not peak_gib:
+        return model
+    extra = float(peak_gib) * GiB - model.estimated_activations(int(tokens or 8192))
+    return replace(model, activation_extra_bytes=max(0.0, extra))
 
 
 def _read_data(filename: str) -> dict[str, dict]:
@@ -274,12 +334,15 @@ def memory_fit(
 ) -> MemoryFit:
     """Divide each GPU's usable memory between weights/TP, activations and KV.
 
+    Usable memory is what the driver reports (`usable_memory_gib`, else the data sheet's); the
+    activations are the model's measured peak where its profile has one (Model.activation_bytes_per_gpu).
+
     With TP GPUs every block is sharded (or, with fewer KV heads than GPUs, replicated), so the
     node holds per-GPU room / per-GPU bytes of a block; when the heads split evenly that equals
     TP x per-GPU room / bytes of a whole block.
     """
     return MemoryFit(
-        budget=hw.memory_bytes * utilization,
+        budget=(hw.usable_memory_bytes or hw.memory_bytes) * utilization,
         weights=model.weight_bytes / tp,
         activations=model.activation_bytes_per_gpu(batched_tokens, tp),
         kv_bytes_per_block=model.kv_bytes_per_token_per_gpu(tp, kv_dtype) * block_size,
@@ -307,7 +370,7 @@ def gb(n: float) -> str:
 
 
 __all__ = [
-    "CALIBRATION", "TTFT_CALIBRATION", "GB", "GiB", "HARDWARE", "Hardware", "KV_DTYPE_BYTES", "MODELS", "MemoryFit",
+    "CALIBRATION", "TP_CALIBRATION", "TTFT_CALIBRATION", "GB", "GiB", "HARDWARE", "Hardware", "KV_DTYPE_BYTES", "MODELS", "MemoryFit",
     "Model", "catalog", "derived_kv_blocks", "gb", "hardware_from_figures", "memory_fit",
     "model_from_figures", "shipped_hardware", "shipped_models", "tp_problem",
 ]

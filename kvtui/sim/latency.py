@@ -18,7 +18,19 @@ Tensor parallelism (Megatron-LM's split, as vLLM runs it): a node of TP GPUs is 
 whose every GPU holds 1/TP of the weights and of the KV heads, so compute and memory bandwidth
 scale with TP; in exchange each layer pays two all-reduces of the activations (after attention
 and after the MLP), timed as a ring all-reduce: 2(TP-1)/TP x bytes / link bandwidth plus one
-link latency per step, 2(TP-1) steps. vLLM does not overlap these with compute, so they add.
+link latency per step, 2(TP-1) steps, plus a fixed launch cost per collective call. vLLM does
+not overlap these with compute, so they add.
+
+The floor of an eager tensor-parallel iteration. vLLM replays CUDA graphs only for batches up
+to its largest captured size (V1: `min(2 x max_num_seqs, 512)` tokens, CompilationConfig's
+cudagraph_capture_sizes; vLLM 0.6: decode-only batches); a bigger batch runs eagerly, the host
+launching every layer's kernels and its two collectives on each TP worker. Split over 2-8 GPUs a
+layer's GPU work is shorter than that, so the host sets the pace: LambdaLabsML/vllm-benchmark's
+H100 runs (10 prompts, 1,369 tokens in one batch) take 1.5-1.75 ms per layer whatever the model
+and TP degree (8B TP=2 53.5 ms, TP=4 47.9, TP=8 55.9; 70B TP=8 122.3 ms over 80 layers) where
+the roofline gives a sixth to a half of that. `eager_layer_floor` (hardware profile) is that
+least time per layer, for batches over GRAPH_MAX_TOKENS with TP > 1 (at TP=1 the one process
+launches ahead of the GPU, and no TP=1 run shows a floor). Sources: kvtui.profiles.TP_CALIBRATION.
 """
 
 from __future__ import annotations
@@ -26,6 +38,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvtui.profiles import Hardware, Model
+
+# The largest batch (tokens) vLLM V1 replays as a CUDA graph with its default max_num_seqs 256:
+# min(2 x 256, 512). Bigger batches run eagerly and meet the eager floor (module docstring).
+GRAPH_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,8 @@ class RooflineModel:
         self._activation_bytes = model.hidden * model.dtype_bytes  # one token's hidden state
         self._link_bandwidth = hardware.link_bytes_per_s
         self._link_latency = hardware.link_latency_s
+        self._launch = hardware.allreduce_launch_s
+        self.eager_floor = model.layers * hardware.eager_layer_floor_s if tp > 1 else 0.0
 
     def allreduce_time(self, tokens: int) -> float:
         """Seconds of all-reduce in one forward pass over `tokens` tokens (0 without TP)."""
@@ -120,7 +138,7 @@ class RooflineModel:
             return 0.0
         steps = 2 * (self.tp - 1)
         size = tokens * self._activation_bytes
-        one = steps / self.tp * size / self._link_bandwidth + steps * self._link_latency
+        one = steps / self.tp * size / self._link_bandwidth + steps * self._link_latency + self._launch
         return self._allreduces * one
 
     def iteration(self, batch: Batch) -> float:
@@ -135,7 +153,11 @@ class RooflineModel:
             + self.kv_bytes * (batch.decode_context + batch.prefill_kv_read)
             + self.kv_bytes * tokens  # KV written
         )
-        return max(flops / self.flops, moved / self.bandwidth) + self.allreduce_time(tokens) + self.overhead
+        return max(flops / self.flops, moved / self.bandwidth, self.floor(tokens)) + self.allreduce_time(tokens) + self.overhead
+
+    def floor(self, tokens: int) -> float:
+        """The least time of an iteration of `tokens` tokens: the eager floor past the graphs."""
+        return self.eager_floor if tokens > GRAPH_MAX_TOKENS else 0.0
 
     def decode_run(self, k: int, seqs: int, context: int) -> list[float]:
         """Durations of k decode-only iterations of `seqs` requests reading `context` KV tokens.
@@ -144,10 +166,11 @@ class RooflineModel:
         """
         f_tok = self.flops_per_token * seqs
         fixed = self.allreduce_time(seqs) + self.overhead
+        floor = self.floor(seqs)
         out = []
         for j in range(k):
             ctx = context + seqs * j
             compute = (f_tok + self.attn_flops * ctx) / self.flops
             memory = (self.weight_bytes + self.kv_bytes * (ctx + seqs)) / self.bandwidth
-            out.append((compute if compute > memory else memory) + fixed)
+            out.append(max(compute, memory, floor) + fixed)
         return out

@@ -1,7 +1,8 @@
 """Online TTFT / TPOT regressors for `predicted_latency`, after llm-d's latency predictor sidecar.
 
-What upstream does (llm-d/llm-d-latency-predictor, training/training_server.py, class
-`LatencyPredictor`), and what this module keeps of it:
+What upstream does (llm-d/llm-d-latency-predictor at 04e44cd, 2026-08-10, training/
+training_server.py, class `LatencyPredictor`; the EPP side at llm-d-inference-scheduler 520af47,
+2026-05-17), and what this module keeps of it:
 
 - **Samples and labels.** The EPP's predicted-latency producer
   (llm-d-inference-scheduler pkg/epp/framework/plugins/requestcontrol/dataproducer/
@@ -21,19 +22,21 @@ What upstream does (llm-d/llm-d-latency-predictor, training/training_server.py, 
   (`cache_buckets = int(1.0 / 0.05)`); `kv_buckets` is the knob (default 10).
 - **Retraining.** Upstream retrains in a background loop every `RETRAINING_INTERVAL_SEC`
   (code default 1800 s; the shipped ConfigMap deploy/base/training/configmap.yaml sets 1 s),
-  skipping while the windows hold fewer than `MIN_SAMPLES_FOR_RETRAIN` samples in total (1000,
-  lowered to `MIN_SAMPLES_FOR_RETRAIN_FRESH` = 10 when it starts without a saved model, which
-  is always the case here). Defaults here: every 1 sim second, from 10 samples; optionally
+  skipping while the windows hold fewer than `MIN_SAMPLES_FOR_RETRAIN` samples in total (code
+  1000, ConfigMap 100, lowered to `MIN_SAMPLES_FOR_RETRAIN_FRESH` = 10 when it starts without a
+  saved model, which is always the case here). Defaults here: every 1 sim second, from 10 samples; optionally
   also after every `retrain_samples` new samples. Time is sim time, never the wall clock.
 - **Gated ensemble.** With `ENSEMBLE_MODE` (default on) upstream trains separate "noqueue"
   (waiting == 0) and "queued" sub-models once each regime has `MIN_SAMPLES_FOR_ENSEMBLE_SPLIT`
   (200) samples, and routes a prediction to the sub-model of its regime. Kept (`ensemble_split`).
-- **Features.** TTFT: is_queued, KV usage, input length, waiting, running, prefill tokens in
-  flight, prefix score and the interaction `effective_input_tokens = (1 - prefix) x input`
-  (`_prepare_features_with_interaction`: "prefix caching benefit scales with input size").
-  TPOT: is_queued, KV usage, input length, waiting, running, prefill tokens in flight. Left out:
-  decode tokens in flight, pod type, encoder sizes (the simulator has no such inputs) and the
-  TTFT model's categorical prefix bucket (only the tree models use it).
+- **Features.** TTFT: is_queued, KV usage, input length, waiting, running, prefill and decode
+  tokens in flight, prefix score, the interaction `effective_input_tokens = (1 - prefix) x input`
+  (`_prepare_features_with_interaction`: "prefix caching benefit scales with input size"), the
+  prefix bucket (quarters) and the pod type. TPOT: is_queued, KV usage, input length, waiting,
+  running, the two in-flight counts, tokens generated and the pod type. The XGBoost model takes
+  exactly these columns in upstream's order (`upstream_design`); the EPP always sends 0 decode
+  tokens in flight, tokens generated is 0 at dispatch and kvtui's pods are monolithic, so those
+  columns are constant. Left out: the encoder sizes (multimodal; no such inputs here).
 
 Regressors:
 
@@ -51,8 +54,10 @@ Regressors:
   min_child_weight 5, gamma 0.2, reg_alpha 0.01, reg_lambda 0.1, hist, random_state 42), with
   `nthread=1` so runs are bit-for-bit reproducible, through the native `xgboost.train` API (no
   scikit-learn needed). Objective `reg:squarederror` weighted 1 / y^2 like the linear model:
-  upstream defaults to the p90 quantile (`LATENCY_OBJECTIVE_TYPE=quantile`), a deliberate
-  pessimism for SLO admission; here the error is reported as MAPE, which this targets.
+  upstream defaults to the p90 quantile (`LATENCY_OBJECTIVE_TYPE=quantile`,
+  `LATENCY_QUANTILE_ALPHA=0.9`, `reg:quantileerror`), a deliberate pessimism for SLO admission
+  that over-predicts by design; here the error is reported as MAPE against what happened, which
+  a mean objective targets. This is the one deliberate departure from upstream's defaults.
 
 Upstream also holds out 10 % of samples as a test set (hash split) to score each retrain;
 here every prediction is scored online against what happened (see `predicted_latency`).
@@ -128,8 +133,31 @@ class StratifiedWindow:
         return np.asarray(rows, dtype=float).reshape(-1, len(FEATURES)), np.asarray(ys, dtype=float)
 
 
+def upstream_design(X: np.ndarray, target: str) -> np.ndarray:
+    """The XGBoost model's columns, in upstream's order (training_server.py
+    `_prepare_features_with_interaction` and the `ttft_order` / `tpot_order` lists it enforces).
+
+    TTFT: is_queued, kv, input, waiting, running, prefill tokens in flight, decode tokens in
+    flight, prefix, effective input, prefix bucket (quarters), pod type. TPOT: is_queued, kv,
+    input, waiting, running, the two in-flight counts, tokens generated, pod type. The EPP sends
+    decode tokens in flight as 0 (llm-d-inference-scheduler 520af47, requestcontrol_hooks.go:
+    `decodeTokensAtDispatch = 0`), tokens generated is 0 at dispatch, and every kvtui node is
+    monolithic (pod type ""): constant columns, kept because column sampling draws from them too.
+    """
+    kv, inp, wait, run, tif, pre = (X[:, i] for i in range(6))
+    queued = (wait > 0).astype(float)
+    zero = np.zeros(len(X))
+    if target == "ttft":
+        bucket = np.minimum(np.floor(np.clip(pre, 0.0, 1.0) * 4), 3)
+        cols = [queued, kv, inp, wait, run, tif, zero, pre, (1.0 - pre) * inp, bucket, zero]
+    else:
+        cols = [queued, kv, inp, wait, run, tif, zero, zero, zero]
+    return np.column_stack(cols) if len(X) else np.zeros((0, len(cols)))
+
+
 def design(X: np.ndarray, target: str) -> np.ndarray:
-    """Engineered columns (no intercept) for the TTFT or TPOT model; see the module docstring."""
+    """The linear model's engineered columns (no intercept): upstream's numeric features plus
+    kvtui's two interactions; see the module docstring."""
     kv, inp, wait, run, tif, pre = (X[:, i] for i in range(6))
     queued = (wait > 0).astype(float)
     if target == "ttft":
@@ -201,7 +229,7 @@ def import_xgboost():
 
 
 class XGBRegressor:
-    """Upstream's XGBoost model on the same engineered columns (single-threaded, seeded)."""
+    """Upstream's XGBoost model on upstream's columns (single-threaded, seeded)."""
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -212,11 +240,11 @@ class XGBRegressor:
         # The native API (DMatrix + train), so the extra needs no scikit-learn.
         # Weighted 1 / y^2 like the linear model: squared relative error, the scale MAPE reports.
         w = 1.0 / np.maximum(y, 1e-9) ** 2
-        dtrain = self.xgb.DMatrix(design(X, self.target), label=y, weight=w / w.mean(), nthread=1)
+        dtrain = self.xgb.DMatrix(upstream_design(X, self.target), label=y, weight=w / w.mean(), nthread=1)
         self.model = self.xgb.train(XGB_PARAMS, dtrain, num_boost_round=XGB_ROUNDS)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(self.model.predict(self.xgb.DMatrix(design(X, self.target), nthread=1)), dtype=float)
+        return np.asarray(self.model.predict(self.xgb.DMatrix(upstream_design(X, self.target), nthread=1)), dtype=float)
 
 
 def make_regressor(kind: str, target: str):
