@@ -129,6 +129,9 @@ def record_main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     size = parse_size(args.size)
     check_policy(args.policy)
+    from kvtui.cli.paths import check_output
+
+    check_output(args.out, [args.scenario], "SVG")
     if args.steps < 0:
         from kvtui.cli.common import UsageError
 
