@@ -8,6 +8,7 @@ instead of stalling the suite.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -211,3 +212,15 @@ def test_no_worker_outlives_a_killed_sweep(tmp_path, sig):
     for p in left:  # do not leave them to the next test either
         os.kill(p, signal.SIGKILL)
     assert left == [], f"{len(left)} processes outlived the killed sweep"
+
+
+def test_the_result_counts_the_turns_a_rejection_cut(tmp_path):
+    """Every first turn is too large for the node: each 3-turn session sends one request and the
+    result document counts its two other turns as cut (schema version 3)."""
+    s = tmp_path / "cut.yaml"
+    s.write_text(SCENARIO.replace("kv_blocks: 64}", "kv_blocks: 4}").replace(
+        "question_tokens: 16, output_tokens: 4}", "question_tokens: 500, output_tokens: 4, turns: 3}"))
+    out = tmp_path / "r.json"
+    assert call(["run", str(s), "--json", str(out)], BOUND_S).kind == "ok"
+    r = json.loads(out.read_text())["requests"]
+    assert r["arrived"] == r["rejected"] == 3 and r["turns_cut"] == 6
