@@ -57,6 +57,7 @@ def test_without_a_terminal_on_stdin_the_app_says_so_and_exits_2(capsys, monkeyp
     """stdin a file, or an object with no descriptor: the app must not start and wait forever."""
     monkeypatch.setattr("sys.stdin", open(tmp_path / "keys", "w+"))
     assert main([str(SCENARIO)]) == 2
+    assert "stdin is not one" in capsys.readouterr().err
     monkeypatch.setattr("sys.stdin", io.StringIO("q"))
     assert main([str(SCENARIO)]) == 2
     err = capsys.readouterr().err
