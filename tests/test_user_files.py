@@ -224,3 +224,75 @@ def test_the_result_counts_the_turns_a_rejection_cut(tmp_path):
     assert call(["run", str(s), "--json", str(out)], BOUND_S).kind == "ok"
     r = json.loads(out.read_text())["requests"]
     assert r["arrived"] == r["rejected"] == 3 and r["turns_cut"] == 6
+
+
+# -- the campaign: special files, symlinks and fifos against every command that takes a path ------
+
+def _targets(tmp_path: Path, i: int) -> dict[str, Path]:
+    """One of each kind of path a user might hand over, fresh for draw `i`; the precious files
+    are the user's and must come out byte for byte as they went in."""
+    d = tmp_path / f"t{i}"
+    d.mkdir()
+    (d / "precious.txt").write_text(f"mine {i}\n")
+    (d / "fifo").parent.mkdir(exist_ok=True)
+    os.mkfifo(d / "fifo")
+    (d / "link-precious").symlink_to(d / "precious.txt")
+    (d / "link-zero").symlink_to("/dev/zero")
+    (d / "link-fifo").symlink_to(d / "fifo")
+    (d / "dangling").symlink_to(d / "nowhere.json")
+    return {
+        "precious": d / "precious.txt", "fifo": d / "fifo", "link-precious": d / "link-precious",
+        "link-zero": d / "link-zero", "link-fifo": d / "link-fifo", "dangling": d / "dangling",
+        "/dev/zero": Path("/dev/zero"), "/dev/full": Path("/dev/full"), "directory": d,
+        "missing-dir": d / "no" / "such.json",
+    }
+
+
+def _commands(scenario: Path, path: Path, results: Path) -> list[list[str]]:
+    """Every place a command reads or writes a path the user names, with `path` there."""
+    p = str(path)
+    return [
+        ["run", str(scenario), "--json", p], ["compare", str(scenario), "--json", p],
+        ["record", str(scenario), "--out", p], ["sweep", str(scenario), "--out", p, "--workers", "1"],
+        ["plot", p, "--x", "seed", "--y", "token_hit_rate"],
+        ["plot", str(results), "--x", "seed", "--y", "token_hit_rate", "--out", p + ".svg" if path.name != "precious.txt" else p],
+        ["run", p], ["validate", p], ["trace", "stats", p, "--format", "mooncake"],
+        ["wal", "inspect", p], ["wal", "dump", p], ["run", str(scenario), "--set", f"metadata.dir={p}"],
+    ]
+
+
+def p_out(argv: list[str]) -> Path | None:
+    """The output path a command was given (the user asked for that regular file to be written)."""
+    for flag in ("--json", "--out"):
+        if flag in argv:
+            return Path(argv[argv.index(flag) + 1])
+    return None
+
+
+def test_campaign_special_files_symlinks_and_fifos(tmp_path, scenario):
+    """KVTUI_FUZZ_SCALE draws of (command, kind of path): never a hang, never a traceback, never
+    a user's file changed. Scale 1 runs every command against every kind once."""
+    from fuzz_support import SCALE, Tally
+
+    import random
+
+    results = tmp_path / "results.jsonl"
+    assert call(["sweep", str(scenario), "--out", str(results), "--workers", "1"], BOUND_S).kind == "ok"
+    kinds = list(_targets(tmp_path, 0))
+    pairs = [(c, k) for c in range(len(_commands(scenario, tmp_path, results))) for k in kinds]
+    draws = pairs if SCALE == 1 else random.Random(SCALE).choices(pairs, k=len(pairs) * SCALE)
+    tally = Tally("campaign_special_files")
+    failures = []
+    for i, (c, kind) in enumerate(draws, start=1):
+        targets = _targets(tmp_path, i)
+        before = {p: p.read_bytes() for p in (targets["precious"], scenario, results)}
+        argv = _commands(scenario, targets[kind], results)[c]
+        out = call(argv, BOUND_S)
+        tally.add(out.kind)
+        asked = kind == "precious" and argv[0] in ("run", "compare", "record", "plot") and p_out(argv) == targets["precious"]
+        changed = [str(p) for p, data in before.items() if p.read_bytes() != data and not (asked and p == targets["precious"])]
+        if out.kind in ("hang", "traceback") or changed or not targets["fifo"].is_fifo():
+            failures.append(f"{argv}: {out.kind} changed={changed}\n{out.err[-400:]}")
+    tally.write()
+    print(f"campaign: {len(draws)} calls, {dict(tally.counts)}")
+    assert failures == [], "\n".join(failures[:5])
