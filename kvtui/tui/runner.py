@@ -15,6 +15,7 @@ from typing import Iterable
 from kvtui.events import Event, RouteDecided
 from kvtui.explain import explain
 from kvtui.scenario.model import Scenario
+from kvtui.sim.checkpoint_budget import CheckpointBudget
 from kvtui.sim.drive import FOLDABLE, Drive
 from kvtui.sim.journal import LOG_TYPES  # noqa: F401  (re-exported for older imports)
 
@@ -49,7 +50,8 @@ class Runner:
 
     # ------------------------------------------------------------------ lifecycle
     def _build(self) -> None:
-        self.drive = Drive(self.scenario, seed=self.seed, policy=self.policy, clock=time.perf_counter)
+        self.drive = Drive(self.scenario, seed=self.seed, policy=self.policy, clock=time.perf_counter,
+                           budget=CheckpointBudget())
         self.current: Event | None = None  # the event the explanation panel is about
         self._moved()
 
