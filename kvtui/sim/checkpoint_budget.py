@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-DEFAULT_BUDGET_BYTES = 256 * 2**20  # the whole app under 300 MB (benchmarks/tui_bench.py --memory)
+DEFAULT_BUDGET_BYTES = 192 * 2**20  # leaves room for one replay beside the run: under 300 MB at peak (tui_bench --memory)
 
 
 def process_memory() -> int | None:
