@@ -14,12 +14,18 @@ Everything is reported as a ratio against a baseline measured in the same run on
   whole screen, each against the frame period (1 / FPS).
 - key latency: while playing at full speed, press a key that changes the screen (next node)
   and wait until it has been handled and drawn; reported against the 100 ms target.
+- memory (`--memory`, issue 25): the app's Runner plays the whole scenario (building
+  checkpoints between chunks, as the app does while idle), then steps back `--back` events;
+  reported: resident memory against the checkpoint byte budget (kvtui/sim/checkpoint_budget.py),
+  checkpoints kept and dropped for memory, and the wall time per step back. The Textual modules
+  are imported but no screen is drawn.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import statistics
 import sys
 import time
@@ -132,12 +138,42 @@ async def bench_frames(scenario, size: tuple[int, int], frames: int, speed: floa
     }
 
 
+def bench_memory(scenario, back: int) -> None:
+    from kvtui.run.checkpoint_budget import process_memory
+
+    mb = 2**20
+    runner = Runner(scenario)
+    budget = runner.drive.budget
+    print(f"\nmemory: budget {budget.limit_bytes / mb:.0f} MB resident; at start {process_memory() / mb:.0f} MB")
+    t0 = time.perf_counter()
+    while not runner.ended:
+        runner.advance(runner.now + 5.0, budget_s=0.5)
+        runner.maintain(0.05)
+    played = time.perf_counter() - t0
+    print(f"  full play: {runner.position:,} events in {played:.1f} s; {process_memory() / mb:.0f} MB, "
+          f"{len(runner.drive.checkpoints)} checkpoints")
+    t0 = time.perf_counter()
+    for _ in range(back):
+        runner.back()
+        runner.maintain(0.05)
+    stepped = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"  {back} steps back to event {runner.position:,}: {stepped / max(1, back):.2f} s each; "
+          f"{process_memory() / mb:.0f} MB now, {peak:.0f} MB peak; {len(runner.drive.checkpoints)} checkpoints "
+          f"kept, {budget.dropped} dropped for memory")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", default=str(ROOT / "scenarios" / "big-cluster.yaml"))
     p.add_argument("--quick", action="store_true", help="fewer frames, shorter sim time")
+    p.add_argument("--memory", action="store_true", help="only the memory run: full play, then --back steps back")
+    p.add_argument("--back", type=int, default=100, help="steps back in the memory run (default 100)")
     args = p.parse_args(argv)
     scenario = load_scenario(args.scenario, [])
+    if args.memory:
+        bench_memory(scenario, args.back)
+        return 0
     nodes = len(scenario.cluster.nodes)
     print(f"scenario {scenario.name}: {nodes} nodes")
 

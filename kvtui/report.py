@@ -62,6 +62,8 @@ def run_table(doc: dict) -> Group:
     rejected = f"{r['rejected']} ({_pct(rejection)})"
     if r.get("shed"):
         rejected += f", {r['shed']} shed"
+    if r.get("turns_cut"):
+        rejected += f", {r['turns_cut']} later turns cut"
     totals = Table(show_header=False, box=None, padding=(0, 2))
     for _ in range(2):
         totals.add_column(style="bold")

@@ -105,3 +105,27 @@ def test_views_are_read_only_and_consistent(scenario):
     assert b.state == "cached" and b.tier == "gpu" and b.key is not None and b.lru is not None and b.ref == 0
     assert b.stored_by is not None
     assert d.block(nv.name, 10**6) is None
+
+
+def test_the_byte_budget_drops_checkpoints_farthest_first_and_changes_no_event(scenario):
+    """Memory (here a stand-in figure: 100 bytes per event a checkpoint has run) over the budget
+    drops the checkpoints farthest from the position, keeps the ladder just below it, builds no
+    more than fit, and stepping back still lands on the same events (issue 25)."""
+    from kvtui.run.checkpoint_budget import CheckpointBudget
+
+    straight = Drive(scenario)
+    for _ in range(650):
+        straight.step()
+    d = Drive(scenario, every=100, near_every=16)
+    d.budget = CheckpointBudget(limit_bytes=150_000, measure=lambda: 100 * sum(c.position for c in d.checkpoints))
+    for _ in range(700):
+        d.step()
+    d.maintain(60.0)
+    assert d.budget.dropped > 0 and 100 * sum(c.position for c in d.checkpoints) <= 150_000
+    assert d.checkpoints and min(700 - c.position for c in d.checkpoints) <= 16  # the nearest survived
+    assert d.max_checkpoints == len(d.checkpoints)
+    for _ in range(50):
+        d.back()
+        d.maintain(60.0)
+    assert d.position == 650 and d.run.last == straight.run.last
+    assert _journal_digest(d) == _journal_digest(straight)

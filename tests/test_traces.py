@@ -204,6 +204,15 @@ def test_weka_rejected_turn_ends_the_conversation(tmp_path):
     assert [(r.session, r.turn) for r in reqs] == [("c", 1), ("c", 2), ("c#2", 1), ("c#2", 2), ("c#3", 1)]
 
 
+def test_weka_turns_a_rejection_cut_are_counted(tmp_path):
+    """Every request of the trace is sent or counted as cut (issue 25: they were dropped unseen)."""
+    f = write_weka(tmp_path / "c.json", [weka_turn(i, 64 * (i + 1), list(range(1, i + 2))) for i in range(5)])
+    arrival = Arrival(process="closed_loop", users=1)
+    wl, reqs = replay("weka", f, arrival=arrival, reject=lambda r: r.turn == 2, copies=3)
+    assert len(reqs) == 6 and wl.turns_cut == 9
+    assert len(reqs) + wl.turns_cut == wl.total_requests == 15
+
+
 @pytest.mark.parametrize("bs", [16, 48, 64, 128, 200])
 def test_covered_keys_any_block_size(bs):
     chain = HashChain(b"t")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from kvtui.cli.common import Parser, add_run_options, check_policy, load
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load
 from kvtui.cli.crash import report_crash
 
 
@@ -16,6 +17,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--theme", help="colour theme (kvtui/tui/themes/, or your own in ~/.config/kvtui/themes/)")
     p.add_argument("--vs", metavar="POLICY", help="split screen: the same run under POLICY, side by side in lockstep")
     args = p.parse_args(argv)
+    if not stdin_is_terminal():
+        raise UsageError("kvtui: the interactive app needs a terminal, and stdin is not one; "
+                         f"for a headless run: kvtui run {args.scenario}")
     check_policy(args.policy)
     scenario = load(args)
     try:
@@ -41,6 +45,14 @@ def main(argv: list[str]) -> int:
     if app.return_code:  # Textual caught a crash, restored the terminal and returned (crash.py)
         return report_crash(getattr(app, "_exception", None), argv)
     return 0
+
+
+def stdin_is_terminal() -> bool:
+    """Without a terminal on stdin no key ever arrives and the app would wait forever (issue 25)."""
+    try:
+        return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):  # closed, or replaced by an object without a descriptor
+        return False
 
 
 def _epilog() -> str:

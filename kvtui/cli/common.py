@@ -147,7 +147,9 @@ def write_output(path: str, text: str, what: str) -> None:
     except OSError as e:
         raise InputError.one(path, None, f"cannot write {what}: {e.strerror}") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        kind = _file_kind(st.st_mode)
+        from kvtui.cli.paths import file_kind
+
+        kind = file_kind(st.st_mode)
         raise InputError.one(path, None, f"cannot write {what}: it is {kind}, not a regular file; give a file path")
     directory = os.path.dirname(os.path.abspath(path))
     tmp = None
@@ -173,14 +175,6 @@ def write_output(path: str, text: str, what: str) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def print_workload_notes(sim) -> None:

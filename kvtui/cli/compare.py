@@ -3,6 +3,7 @@ steps of a QPS ladder, one row each."""
 
 from __future__ import annotations
 
+from kvtui.cli.paths import check_output
 from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
 
 
@@ -73,6 +74,8 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if args.sweep and args.ladder is not None:
         raise UsageError("--sweep and --ladder cannot be combined")
+    if args.json:
+        check_output(args.json, [args.scenario], "result")
     policies = [x for x in (args.policies or "").split(",") if x] or [None]
     for name in policies:
         check_policy(name)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from kvtui.cli.common import Parser, UsageError
+from kvtui.cli.paths import check_input, check_output
 from kvtui.errors import InputError
 
 DESCRIPTION = """\
@@ -35,8 +36,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--title", help="chart title")
     p.add_argument("--size", default=None, metavar="WxH", help="terminal chart size in characters (default: terminal width x 20)")
     args = p.parse_args(argv)
-    if not Path(args.file).exists():
-        raise InputError.one(args.file, None, "no such file")
+    check_input(args.file, "sweep results")
+    if args.out:
+        check_output(args.out, [args.file], "chart")
     suffix = Path(args.out).suffix.lower() if args.out else ""
     if args.out and suffix not in (".svg", ".png"):
         raise UsageError(f"--out: write .svg or .png; got {args.out!r}")
@@ -58,13 +60,14 @@ def main(argv: list[str]) -> int:
 
 
 def _write(plot, out: str, suffix: str, title: str | None) -> None:
+    from kvtui.cli.common import write_output
     from kvtui.sweep.svg import render_svg, write_png
 
+    if suffix == ".svg":
+        write_output(out, render_svg(plot, title=title), "the chart")  # atomic, regular files only
+        return
     try:
-        if suffix == ".svg":
-            Path(out).write_text(render_svg(plot, title=title), encoding="utf-8")
-        else:
-            write_png(plot, out, title)
+        write_png(plot, out, title)
     except OSError as e:
         raise InputError.one(out, None, f"cannot write the chart: {e.strerror}") from None
 
@@ -73,7 +76,7 @@ def _size(text: str | None, console_width: int) -> tuple[int, int]:
     if not text:
         return min(console_width, 100), 20
     w, sep, h = text.lower().partition("x")
-    if not sep or not w.isdigit() or not h.isdigit() or int(w) < 20 or int(h) < 4:
+    if not sep or not w.isdecimal() or not h.isdecimal() or int(w) < 20 or int(h) < 4:
         raise UsageError(f"--size wants WxH with W >= 20 and H >= 4, e.g. 80x20; got {text!r}")
     return int(w), int(h)
 

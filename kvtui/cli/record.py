@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from kvtui.cli.common import Parser, UsageError, check_policy, load, policy_help, seed_value, write_output
+from kvtui.cli.paths import check_output
 from kvtui.tui.record import DEFAULT_SIZE
 
 JUMPS = ("eviction", "rejection", "preemption", "failure", "crash", "recovery")
@@ -54,6 +55,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     size = parse_size(args.size)
     check_policy(args.policy)
+    check_output(args.out, [args.scenario], "SVG")
     if args.steps < 0:
         raise UsageError("kvtui record: --steps must be >= 0")
     scenario = load(args)

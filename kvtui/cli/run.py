@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kvtui.cli.paths import check_output
 from kvtui.cli.common import Parser, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
 
 
@@ -13,6 +14,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", metavar="FILE", help="write the result document here")
     args = p.parse_args(argv)
     check_policy(args.policy)
+    if args.json:
+        check_output(args.json, [args.scenario], "result")
     scenario = load(args)
     sim, doc = run_once(scenario, args.seed, args.policy)
     print_workload_notes(sim)

@@ -48,6 +48,20 @@ def _paths(out: str) -> tuple[Path, Path | None]:
     return p, None
 
 
+def _check_targets(jsonl: Path, csv_out: Path | None, scenarios: list[str]) -> None:
+    """Before any run: every file the sweep writes is a regular file (or new) in an existing
+    directory, none is a scenario it reads, and the results and journal already there are this
+    sweep's own (read_results refuses anything else, unread if it is not a regular file)."""
+    from kvtui.cli.paths import check_output
+    from kvtui.sweep.output import journal_path, read_journal, read_results
+
+    for target, what in ((jsonl, "sweep results"), (journal_path(jsonl), "sweep journal"), (csv_out, "sweep CSV")):
+        if target is not None:
+            check_output(str(target), scenarios, what)
+    read_results(jsonl)
+    read_journal(journal_path(jsonl))
+
+
 def _backend(args):
     from kvtui.sweep.local import LocalBackend
     from kvtui.sweep.raytasks import RayBackend, RayUnavailable
@@ -73,6 +87,7 @@ def main(argv: list[str]) -> int:
     for name in policies:
         check_policy(name)
     jsonl, csv_out = _paths(args.out)
+    _check_targets(jsonl, csv_out, args.scenarios)
     backend = _backend(args)
     try:
         axes = parse_axes(args.grid)

@@ -41,6 +41,7 @@ from kvtui.run.facts import Facts, SimulationFacts
 from kvtui.run.journal import Journal
 from kvtui.run.source import Navigable
 from kvtui.scenario.model import Scenario
+from kvtui.run.checkpoint_budget import CheckpointBudget, release_freed
 from kvtui.sim.engine import Simulation
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.view import ViewCache, block_view, key_figures
@@ -129,8 +130,10 @@ class Drive(Navigable):
         clock: Callable[[], float] | None = None,
         near: int = 16,
         near_every: int = 128,
+        budget: CheckpointBudget | None = None,
     ):
         self.clock = clock
+        self.budget = budget  # bytes, on top of the count (checkpoint_budget.py)
         self.near = near
         self.near_every = near_every
         self.scenario = scenario
@@ -389,6 +392,9 @@ class Drive(Navigable):
             self._trim()
         else:
             old.close()
+            if self.budget is not None:  # free it before the replay, not after: one run at a time
+                del old
+                release_freed()
         while start.position < position:
             start.apply_due(self.commands, start.position)
             if start.step() is None:
@@ -396,11 +402,32 @@ class Drive(Navigable):
         start.apply_due(self.commands, position)
 
     def _trim(self) -> None:
-        """Keep at most `max_checkpoints`: drop the ones farthest from the current position."""
+        """Keep at most `max_checkpoints` and stay within the byte budget: drop the ones
+        farthest from the current position. Over the budget, the count that fits becomes the
+        new maximum (checkpoints only grow with the run), so none is built just to be dropped."""
         while len(self.checkpoints) > self.max_checkpoints:
-            far = max(self.checkpoints, key=lambda c: abs(c.position - self.run.position))
-            self.checkpoints.remove(far)
-            far.close()
+            self._drop_farthest()
+        while self.checkpoints and self.budget is not None and self.budget.over():
+            self._drop_farthest()
+            release_freed()
+            self.budget.dropped += 1
+            self.max_checkpoints = len(self.checkpoints)
+
+    def _drop_farthest(self) -> None:
+        far = max(self.checkpoints, key=lambda c: abs(c.position - self.run.position))
+        self.checkpoints.remove(far)
+        far.close()
+
+    def _room_for(self, target: int) -> bool:
+        """At the maximum, a checkpoint at `target` is built only in place of a farther one
+        (else building it would only see it or another dropped again, over and over)."""
+        if len(self.checkpoints) < self.max_checkpoints:
+            return True
+        here = self.run.position
+        if not self.checkpoints or max(abs(c.position - here) for c in self.checkpoints) <= abs(target - here):
+            return False
+        self._drop_farthest()
+        return True
 
     # ------------------------------------------------------------------ background work
     def spacing(self) -> int:
@@ -463,7 +490,7 @@ class Drive(Navigable):
         while True:
             if self._builder is None:
                 target = self.missing_checkpoint()
-                if target is None:
+                if target is None or not self._room_for(target):
                     return True
                 self._builder = (self._source_for(target), target)
             run, target = self._builder

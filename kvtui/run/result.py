@@ -1,6 +1,8 @@
 """The result document of one run (DESIGN.md section 5, a contract for scripts and notebooks).
 
-Schema version 2 (this file) added, over version 1: `requests.shed`, `requests.success_rate`,
+Schema version 3 (this file) added `requests.turns_cut`: the turns of sessions (synthetic groups,
+weka conversations) never sent because an earlier turn of theirs was rejected or failed, so a
+trace's requests are all accounted for (issue 25). Schema version 2 added, over version 1: `requests.shed`, `requests.success_rate`,
 `requests.rejected_reasons`, `latency_ms.itl`, the `slo` object, and `routing` (the router's own
 report: index staleness, prediction error, ...). TPOT changed meaning on purpose: it now skips
 1-token outputs, as vLLM's benchmark does (see kvtui.sim.metrics for every definition).
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from kvtui import __version__
 
-RESULT_SCHEMA_VERSION = 2
+RESULT_SCHEMA_VERSION = 3
 
 
 def _routing_report(sim) -> dict:
@@ -81,6 +83,7 @@ def result_document(sim, wall_time_s: float) -> dict:
             "in_flight": in_flight,
             "success_rate": round(m.completed / finished, 6) if finished > 0 else 0.0,
             "rejected_reasons": dict(sorted(m.rejected_reasons.items())),
+            "turns_cut": getattr(sim.workload, "turns_cut", 0),
         },
         "cache": {
             "token_hit_rate": round(m.token_hit_rate, 6),

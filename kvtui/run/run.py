@@ -26,6 +26,7 @@ from kvtui.events import (
     RequestRejected,
     RouteDecided,
 )
+from kvtui.run.checkpoint_budget import CheckpointBudget
 from kvtui.run.drive import FOLDABLE, Drive
 from kvtui.run.narrate import explain
 from kvtui.run.source import Navigable
@@ -46,7 +47,7 @@ SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
 
 def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:
     """The default source: the scenario simulated, on the app's wall clock for its budgets."""
-    return Drive(scenario, seed=seed, policy=policy, clock=time.perf_counter)
+    return Drive(scenario, seed=seed, policy=policy, clock=time.perf_counter, budget=CheckpointBudget())
 
 
 class Run:

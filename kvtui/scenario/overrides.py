@@ -241,7 +241,7 @@ def _assign_in_list(node, tp: Any, segments: list[str], value: yaml.Node, path: 
     if node is not None and not isinstance(node, yaml.SequenceNode):
         raise OverrideError(f"cannot set {path}.{seg}: {path} is not a list in the scenario")
     items = list(node.value) if node is not None else []
-    if not seg.isdigit():
+    if not (seg.isascii() and seg.isdigit()):  # "²".isdigit() is True, int("²") fails
         raise OverrideError(f"{path} is a list: expected an item number after it, got {seg!r}")
     index = int(seg)
     if index >= len(items):

@@ -23,7 +23,7 @@ import sys
 from kvtui.errors import InputError
 from kvtui.store import frame as fr
 from kvtui.store import ops as o
-from kvtui.store.fs import RealFS
+from kvtui.store.fs import RealFS, open_regular
 from kvtui.store.report import Damage
 from kvtui.store.scan import LOCK
 from kvtui.store.scan import scan as walk_log
@@ -58,7 +58,10 @@ class _Walk:
         lock_fd = None
         lock = os.path.join(self.directory, LOCK)
         if os.path.exists(lock):
-            lock_fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                lock_fd = open_regular(lock, os.O_RDONLY)  # a fifo would block a plain open
+            except OSError as e:
+                raise InputError([(lock, None, f"cannot read: {e.strerror}")]) from None
             try:
                 fcntl.flock(lock_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except OSError:
@@ -123,7 +126,7 @@ class _Walk:
         except BrokenPipeError:
             raise
         except OSError as e:
-            raise InputError([(directory, None, f"cannot read: {e}")]) from None
+            raise InputError([(os.fsdecode(e.filename or directory), None, f"cannot read: {e.strerror or e}")]) from None
         finally:
             if lock_fd is not None:
                 os.close(lock_fd)

@@ -22,9 +22,36 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 
 
 _datasync = getattr(os, "fdatasync", os.fsync)
+
+
+def open_regular(path: str, flags: int, mode: int = 0o644) -> int:
+    """A descriptor on `path` only if it is a regular file of the directory itself.
+
+    Everything the store opens lives in its own directory and is a regular file it wrote. A
+    symlink there could make recovery truncate or the lock note overwrite someone else's file,
+    a device (CURRENT -> /dev/zero) would be read until memory runs out, and a fifo would block
+    the open forever (issue 25). O_NOFOLLOW and O_NONBLOCK make every such open return at once;
+    fstat on the descriptor then refuses what is not a regular file, with the reason.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _not_regular(path, "a symbolic link") from None
+        raise
+    st_mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(st_mode):
+        os.close(fd)
+        raise _not_regular(path, "a directory" if stat.S_ISDIR(st_mode) else "a special file (fifo, device or socket)")
+    return fd
+
+
+def _not_regular(path: str, kind: str) -> OSError:
+    return OSError(errno.EINVAL, f"is {kind}, not a regular file; a WAL directory holds only the regular files kvtui writes", path)
 
 
 class RealFS:
@@ -36,23 +63,24 @@ class RealFS:
         return sorted(os.listdir(path))
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(path)
+        return os.path.lexists(path)  # a dangling symlink is there (and refused when read)
 
     def isdir(self, path: str) -> bool:
         return os.path.isdir(path)
 
     def isfile(self, path: str) -> bool:
-        return os.path.isfile(path)
+        """A regular file, not a symlink to one (the store never follows a link: open_regular)."""
+        return stat.S_ISREG(os.lstat(path).st_mode) if os.path.lexists(path) else False
 
     def size(self, path: str) -> int:
-        return os.stat(path).st_size
+        return os.lstat(path).st_size
 
     def read(self, path: str) -> bytes:
-        with open(path, "rb", buffering=0) as f:
+        with open(open_regular(path, os.O_RDONLY), "rb", buffering=0) as f:
             return f.read()
 
     def read_head(self, path: str, n: int) -> bytes:
-        with open(path, "rb", buffering=0) as f:
+        with open(open_regular(path, os.O_RDONLY), "rb", buffering=0) as f:
             return f.read(n)
 
     # -- writing -----------------------------------------------------------------------------
@@ -70,7 +98,7 @@ class RealFS:
 
     def open_write(self, path: str) -> int:
         """An existing file opened for positioned writes (`pwrite`) and `truncate`."""
-        return os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        return open_regular(path, os.O_WRONLY)
 
     def write(self, fd: int, data) -> None:
         """Sequential write (on a file from `create`)."""
@@ -125,7 +153,7 @@ class RealFS:
         conflicts too, and the kernel drops the lock when the process dies (SIGKILL included):
         no stale lock files to clean up, unlike a pid file.
         """
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -150,7 +178,7 @@ def lock_holder(path: str) -> str:
     file says nothing readable.
     """
     try:
-        with open(path, "rb") as f:
+        with open(open_regular(path, os.O_RDONLY), "rb") as f:
             pid = int(f.read(32).split()[0])
     except (OSError, ValueError, IndexError):
         return "another process"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kvtui.sweep.grid import RunSpec, key_text
 from kvtui.sweep.local import Lost
-from kvtui.sweep.output import Journal, OrderedWriter, finished_runs, journal_path, read_results
+from kvtui.sweep.output import Journal, OrderedWriter, finished_runs, journal_path, read_journal, read_results
 
 
 @dataclass
@@ -35,7 +35,8 @@ class SweepResult:
 
 def start_fresh(out: Path) -> None:
     """`--fresh`: forget an earlier sweep into the same file."""
-    read_results(out)  # refuses a file that is not a sweep's before anything is deleted
+    read_results(out)  # refuse files that are not this sweep's before anything is deleted
+    read_journal(journal_path(out))
     for p in (out, journal_path(out)):
         p.unlink(missing_ok=True)
 

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass
 
 from kvtui.errors import InputError
+
+
+SEED_MAX = 2**63 - 1  # the scenario's seed bound (cli/common.py, model.py)
+MAX_RUNS = 1_000_000  # a run key each in memory and a line each in OUT: beyond this, split the sweep
 
 
 class GridError(ValueError):
@@ -120,9 +125,15 @@ def expand(
 ) -> list[RunSpec]:
     if seeds < 1:
         raise GridError(f"--seeds must be at least 1; got {seeds}")
+    runs = len(scenarios) * len(policies) * seeds * math.prod(len(a.values) for a in axes)
+    if runs > MAX_RUNS:
+        raise GridError(f"the sweep has {runs:,} runs, more than the {MAX_RUNS:,} one command takes; "
+                        "split it (fewer --seeds or grid values)")
     specs: list[RunSpec] = []
     for path in scenarios:
         start = base_seed(path, list(overrides), seed)
+        if start + seeds - 1 > SEED_MAX:
+            raise GridError(f"--seeds {seeds} from seed {start} passes the largest seed, {SEED_MAX}")
         for values in itertools.product(*(a.values for a in axes)):
             grid = tuple(zip((a.key for a in axes), values))
             for policy in policies:

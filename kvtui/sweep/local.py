@@ -11,7 +11,10 @@ reports it); the runs it had not returned are reported as lost, never written as
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -29,8 +32,28 @@ class Lost:
     reason: str
 
 
-def _ignore_sigint() -> None:
+WATCH_INTERVAL_S = 0.5  # how often a worker checks that its driver is still there
+
+
+def _start_worker(driver: int) -> None:
+    """Pool initializer: Ctrl-C is the driver's to handle, and a worker ends with its driver."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_driver, args=(driver,), daemon=True, name="kvtui-watch-driver").start()
+
+
+def _watch_driver(driver: int) -> None:
+    """A driver killed by SIGKILL or SIGTERM runs no `finally`, and its pool's workers would wait
+    on their call queue forever (issue 25 found four idle ones). The forkserver is their parent,
+    not the driver, so a parent-death signal would not fire: poll the driver instead and leave
+    when it is gone (the forkserver and resource tracker then end by themselves)."""
+    while True:
+        time.sleep(WATCH_INTERVAL_S)
+        try:
+            os.kill(driver, 0)
+        except ProcessLookupError:
+            os._exit(0)
+        except PermissionError:  # its pid now belongs to another user's process: gone too
+            os._exit(0)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -62,7 +85,8 @@ class LocalBackend:
 
     def _pool(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
         ctx = multiprocessing.get_context("forkserver")
-        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_ignore_sigint)
+        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_start_worker,
+                                   initargs=(os.getpid(),))
         finished = False
         try:
             pending: dict[Future, RunSpec] = {pool.submit(execute, spec): spec for spec in specs}

@@ -19,12 +19,16 @@ the rest to the backend.
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 from pathlib import Path
 
+from kvtui.cli.common import write_output
+from kvtui.cli.paths import open_append, open_regular
 from kvtui.errors import InputError
 from kvtui.sweep.grid import RunSpec, key_text
+
+MAX_LINE_BYTES = 1 << 26  # 64 MiB: far beyond any result document; longer is not a sweep line
 
 
 def journal_path(out: str | Path) -> Path:
@@ -40,42 +44,49 @@ def _parse(text: str) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-def read_results(path: str | Path) -> list[str]:
-    """The complete sweep lines of a results file, as text; [] when it does not exist.
+def _is_result(obj: dict | None) -> bool:
+    return obj is not None and isinstance(obj.get("run"), dict) and obj.get("status") in ("ok", "error")
 
-    A line that does not parse (the torn tail a kill leaves) is skipped; a file whose lines are
-    not sweep lines is refused, so a sweep never overwrites some other file."""
-    p = Path(path)
-    if not p.exists():
+
+def _is_journal_record(obj: dict | None) -> bool:
+    return obj is not None and isinstance(obj.get("line"), str) and _is_result(_parse(obj["line"]))
+
+
+def _own_lines(path: str | Path, what: str, is_own) -> list[tuple[str, dict]]:
+    """(text, object) of every line of a file this sweep wrote; [] when it does not exist.
+
+    Only a regular file is read (a fifo or /dev/zero is refused unread: cli/paths.py). Every
+    line must be one of ours, except a last line without its newline that starts like one:
+    the torn tail a kill leaves, skipped. Anything else -- a scenario, notes, a CSV -- is
+    refused, so a sweep never rewrites or appends to a file it did not write."""
+    f = open_regular(str(path), what)
+    if f is None:
         return []
-    lines: list[str] = []
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError.one(str(p), None, f"cannot read: {e}") from None
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        obj = _parse(raw)
-        if obj is None:
-            continue
-        if not isinstance(obj.get("run"), dict) or obj.get("status") not in ("ok", "error"):
-            raise InputError.one(str(p), number, "not a sweep result line (no run key and status); refusing to overwrite")
-        lines.append(raw)
-    return lines
+    found = []
+    with f:  # line by line: a large file that is not ours is refused at its first line
+        for number, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES), b""), start=1):
+            text = raw.decode("utf-8", errors="replace").rstrip("\n")
+            obj = _parse(text) if text.strip() else None
+            if is_own(obj):
+                found.append((text, obj))
+            elif text.strip() and not (_torn_tail(raw) and text.lstrip().startswith("{")):
+                raise InputError.one(str(path), number, f"not a {what} line; refusing to overwrite it (give another --out)")
+    return found
+
+
+def _torn_tail(raw: bytes) -> bool:
+    """A line without its newline (the last one, or one longer than any line a sweep writes)."""
+    return not raw.endswith(b"\n")
+
+
+def read_results(path: str | Path) -> list[str]:
+    """The complete sweep lines of a results file, as text (see `_own_lines`)."""
+    return [raw for raw, _ in _own_lines(path, "sweep result", _is_result)]
 
 
 def read_journal(path: str | Path) -> list[dict]:
     """The journal's complete records ({line, wall_time_s, worker, backend}); torn tail skipped."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    records = []
-    for raw in p.read_text(encoding="utf-8", errors="replace").split("\n"):
-        obj = _parse(raw) if raw.strip() else None
-        if obj is not None and isinstance(obj.get("line"), str) and _parse(obj["line"]) is not None:
-            records.append(obj)
-    return records
+    return [obj for _, obj in _own_lines(path, "sweep journal", _is_journal_record)]
 
 
 def finished_runs(out: str | Path, retry_failed: bool = False) -> dict[str, str]:
@@ -98,7 +109,7 @@ class Journal:
 
     def __init__(self, path: Path, backend: str):
         self.backend = backend
-        self.file = open(path, "a", encoding="utf-8")
+        self.file = open_append(str(path), "sweep journal")  # never through a symlink
 
     def record(self, line: str, wall_time_s: float, worker: str) -> None:
         rec = {"wall_time_s": round(wall_time_s, 6), "worker": worker, "backend": self.backend, "line": line}
@@ -120,12 +131,10 @@ class OrderedWriter:
             if line is not None:
                 self.waiting[spec.index] = line
         self.next = 0
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            self.file = f
-            self._drain()
-        os.replace(tmp, path)
-        self.file = open(path, "a", encoding="utf-8")
+        self.file = io.StringIO()
+        self._drain()
+        write_output(str(path), self.file.getvalue(), "the sweep results")
+        self.file = open_append(str(path), "sweep results")
 
     def add(self, index: int, line: str) -> None:
         self.waiting[index] = line
@@ -171,10 +180,8 @@ def write_csv(path: str | Path, lines: list[str]) -> None:
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(row))
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(columns), restval="")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, target)
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=list(columns), restval="")
+    w.writeheader()
+    w.writerows(rows)
+    write_output(str(path), text.getvalue(), "the sweep CSV")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 from textual.app import App
 
+import kvtui.cli.app as cli_app
 import kvtui.tui.app as tui_app
 from kvtui.cli import main
 
@@ -14,6 +16,7 @@ SCENARIO = Path(__file__).resolve().parent / "scenario.yaml"
 
 
 def test_a_crash_in_the_app_exits_1_with_the_traceback_in_a_file(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(cli_app, "stdin_is_terminal", lambda: True)  # the headless pilot stands in for it
     run = App.run
 
     async def press_step(pilot):
@@ -40,6 +43,7 @@ def test_a_crash_in_the_app_exits_1_with_the_traceback_in_a_file(monkeypatch, ca
 
 
 def test_a_clean_quit_exits_0(monkeypatch):
+    monkeypatch.setattr(cli_app, "stdin_is_terminal", lambda: True)
     run = App.run
 
     async def quit_(pilot):
@@ -47,3 +51,14 @@ def test_a_clean_quit_exits_0(monkeypatch):
 
     monkeypatch.setattr(App, "run", lambda self, **kw: run(self, headless=True, auto_pilot=quit_, **kw))
     assert main([str(SCENARIO)]) == 0
+
+
+def test_without_a_terminal_on_stdin_the_app_says_so_and_exits_2(capsys, monkeypatch, tmp_path):
+    """stdin a file, or an object with no descriptor: the app must not start and wait forever."""
+    monkeypatch.setattr("sys.stdin", open(tmp_path / "keys", "w+"))
+    assert main([str(SCENARIO)]) == 2
+    assert "stdin is not one" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("q"))
+    assert main([str(SCENARIO)]) == 2
+    err = capsys.readouterr().err
+    assert "needs a terminal, and stdin is not one" in err and len(err.strip().splitlines()) == 1

@@ -65,6 +65,7 @@ class SyntheticWorkload:
         self._cycle = [g for g in self.groups for _ in range(int(math.floor(g.spec.weight + 0.5)))] or self.groups
         self._next_in_cycle = 0
         self.sessions_started = 0
+        self.turns_cut = 0  # turns never sent: an earlier turn of their session was rejected or failed
         self.requests_issued = 0
         self.env: simpy.Environment | None = None
         self._submit: Submit | None = None
@@ -122,7 +123,10 @@ class SyntheticWorkload:
             if self._request_cap_reached():
                 return
             outcome = yield self._submit(self._next_request(group, conv, session_id, turn, rng))
-            if outcome != "completed" or turn == turns:
+            if outcome != "completed":
+                self.turns_cut += turns - turn
+                return
+            if turn == turns:
                 return
             pause = sample(spec.think_time_s, rng)
             if pause > 0:

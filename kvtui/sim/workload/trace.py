@@ -69,7 +69,7 @@ class TraceWorkload:
     each once (or `copies` times: copies are new conversations with keys of their own); within
     one, a turn goes at its recorded time but never before the previous reply has come back
     plus the recorded think time, since its prompt contains it. A rejected or failed turn ends
-    the conversation, like a synthetic session. `start_s` does not apply to weka (it has no
+    the conversation, like a synthetic session; the turns it cut are counted (`turns_cut`). `start_s` does not apply to weka (it has no
     global timeline); `time_scale` scales its in-session gaps.
     """
 
@@ -88,6 +88,7 @@ class TraceWorkload:
             self._scan_lines()
         self.requests_issued = 0
         self.sessions_started = 0
+        self.turns_cut = 0  # weka turns never sent: an earlier turn of theirs was rejected or failed
         self._slo = slo_fields(trace.slo, trace.sheddable)  # the Request fields every replayed call carries
         self._chain = HashChain(b"mooncake")
         self._labels: dict[int, str] = {}
@@ -243,6 +244,7 @@ class TraceWorkload:
             )
             outcome = yield self._submit(req)
             if outcome != "completed":
+                self.turns_cut += len(conv.requests) - turn  # counted, never dropped silently
                 return
             previous_end = env.now
 
