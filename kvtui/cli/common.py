@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
-import tempfile
 from typing import TYPE_CHECKING
 
 from kvtui.errors import InputError
+from kvtui.files import write_output
 
 if TYPE_CHECKING:
     from kvtui.scenario import Scenario
@@ -132,49 +131,6 @@ def write_json(path: str, doc: dict) -> None:
     write_output(path, json.dumps(doc, indent=2) + "\n", "the result")
 
 
-def write_output(path: str, text: str, what: str) -> None:
-    """Write `text` to `path` atomically, and only ever as a regular file.
-
-    A temporary file in the same directory is written, fsynced and renamed over the target,
-    so a reader sees the old file or the new one, never half of one. A target that exists and
-    is not a regular file -- a symlink, a fifo, a device, a directory -- is refused: renaming
-    over it would silently replace it (the fuzz campaign of issue 10 found exactly that).
-    """
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise InputError.one(path, None, f"cannot write {what}: {e.strerror}") from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        from kvtui.cli.paths import file_kind
-
-        kind = file_kind(st.st_mode)
-        raise InputError.one(path, None, f"cannot write {what}: it is {kind}, not a regular file; give a file path")
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if st is not None:
-            os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as e:
-        raise InputError.one(path, None, f"cannot write {what}: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def print_workload_notes(sim) -> None:

@@ -3,7 +3,7 @@ steps of a QPS ladder, one row each."""
 
 from __future__ import annotations
 
-from kvtui.cli.paths import check_output
+from kvtui.files import check_output
 from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
 
 

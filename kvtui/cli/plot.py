@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from kvtui.cli.common import Parser, UsageError
-from kvtui.cli.paths import check_input, check_output
+from kvtui.files import check_input, check_output
 from kvtui.errors import InputError
 
 DESCRIPTION = """\
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
 
 
 def _write(plot, out: str, suffix: str, title: str | None) -> None:
-    from kvtui.cli.common import write_output
+    from kvtui.files import write_output
     from kvtui.sweep.svg import render_svg, write_png
 
     if suffix == ".svg":

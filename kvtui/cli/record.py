@@ -13,8 +13,8 @@ import asyncio
 import re
 from pathlib import Path
 
-from kvtui.cli.common import Parser, UsageError, check_policy, load, policy_help, seed_value, write_output
-from kvtui.cli.paths import check_output
+from kvtui.cli.common import Parser, UsageError, check_policy, load, policy_help, seed_value
+from kvtui.files import check_output, write_output
 from kvtui.tui.record import DEFAULT_SIZE
 
 JUMPS = ("eviction", "rejection", "preemption", "failure", "crash", "recovery")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvtui.cli.paths import check_output
+from kvtui.files import check_output
 from kvtui.cli.common import Parser, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
 
 

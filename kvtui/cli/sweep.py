@@ -52,7 +52,7 @@ def _check_targets(jsonl: Path, csv_out: Path | None, scenarios: list[str]) -> N
     """Before any run: every file the sweep writes is a regular file (or new) in an existing
     directory, none is a scenario it reads, and the results and journal already there are this
     sweep's own (read_results refuses anything else, unread if it is not a regular file)."""
-    from kvtui.cli.paths import check_output
+    from kvtui.files import check_output
     from kvtui.sweep.output import journal_path, read_journal, read_results
 
     for target, what in ((jsonl, "sweep results"), (journal_path(jsonl), "sweep journal"), (csv_out, "sweep CSV")):

@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
         raise UsageError("--nodes must be between 1 and 4096")
     capacities = parse_capacities(args.capacity)
     fmt = args.format or guess_format(args.file)
-    from kvtui.cli.paths import check_input
+    from kvtui.files import check_input
 
     check_input(args.file, "trace", directory_ok=fmt == "weka")  # a fifo or /dev/zero: refused unread
 

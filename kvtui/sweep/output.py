@@ -23,8 +23,8 @@ import io
 import json
 from pathlib import Path
 
-from kvtui.cli.common import write_output
-from kvtui.cli.paths import open_append, open_regular
+from kvtui.files import write_output
+from kvtui.files import open_append, open_regular
 from kvtui.errors import InputError
 from kvtui.sweep.grid import RunSpec, key_text
 
@@ -55,7 +55,7 @@ def _is_journal_record(obj: dict | None) -> bool:
 def _own_lines(path: str | Path, what: str, is_own) -> list[tuple[str, dict]]:
     """(text, object) of every line of a file this sweep wrote; [] when it does not exist.
 
-    Only a regular file is read (a fifo or /dev/zero is refused unread: cli/paths.py). Every
+    Only a regular file is read (a fifo or /dev/zero is refused unread: kvtui/files.py). Every
     line must be one of ours, except a last line without its newline that starts like one:
     the torn tail a kill leaves, skipped. Anything else -- a scenario, notes, a CSV -- is
     refused, so a sweep never rewrites or appends to a file it did not write."""
