@@ -426,7 +426,11 @@ class Chapter:
 class Metadata:
     """The WAL-backed control-plane store."""
 
-    dir: str | None = field(default=None, metadata=doc("log directory; a fresh temporary one when absent"))
+    dir: str | None = field(default=None, metadata=doc(
+        "log directory (relative to the working directory); a fresh temporary one when absent. Give one to "
+        "keep the log for `kvtui wal inspect DIR`; it must be empty or new unless `resume`"))
+    resume: bool = field(default=False, metadata=doc(
+        "continue the log already in `dir`: recover its state first (otherwise a non-empty `dir` is refused)"))
     fsync: Literal["always", "batch", "never"] = field(default="batch", metadata=doc("fsync policy"))
     snapshot_every: int = field(default=5000, metadata=doc("records between snapshots", min=1, max=1_000_000_000))
     while_down: Literal["wait", "reject"] = field(
