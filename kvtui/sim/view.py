@@ -48,7 +48,7 @@ class NodeView:
     tiers: tuple[TierView, ...]
     running: tuple[str, ...]  # request ids, in scheduling order
     waiting: tuple[str, ...]  # request ids, head of the queue first
-    hit_rate: float | None  # share of completed requests that hit the prefix cache
+    hit_rate: float | None  # share of its last HIT_WINDOW completed requests (journal.py) that hit the prefix cache
     completed: int
     evicted_total: int
     version: tuple  # changes whenever anything above may have changed
@@ -129,7 +129,7 @@ def node_view(node, hits: tuple[int, int] | None = None) -> NodeView:
         running=tuple(r.id for r in node.running),
         waiting=tuple(r.id for r in node.waiting),
         hit_rate=hit_rate,
-        completed=hits[1] if hits else 0,
+        completed=hits[2] if hits else 0,
         evicted_total=node.pool.evicted_total,
         version=node_version(node, hits),
         cpu=(len(node.kv.cpu), node.kv.cpu.capacity) if node.kv.cpu is not None else None,

@@ -162,3 +162,21 @@ def test_split_screen_runs_in_lockstep(scenario):
             assert "Δ round_robin vs cache_aware" in diff and "token hit rate" in diff and "rejections" in diff
 
     run(go())
+
+
+def test_pressure_first_evictions_chapter_starts_at_the_first_eviction():
+    """The chapter that announces the first evictions starts at most a second before the first
+    one (a calibration that moves it fails here, not in a classroom)."""
+    from pathlib import Path
+
+    from kvtui.scenario import load_scenario
+    from kvtui.sim.drive import Drive
+
+    scenario = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"), [])
+    chapter = next(c for c in scenario.story if "first evictions" in c.title)
+    drive = Drive(scenario)
+    try:
+        first = drive.seek(("evicted",), float("inf"))
+    finally:
+        drive.close()
+    assert chapter.at <= first.t < chapter.at + 1.0, (chapter.at, first.t)
