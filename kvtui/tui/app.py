@@ -504,6 +504,14 @@ class KvtuiApp(App[None]):
         self._unhighlight_logs()
         self._after_command()
 
+    def action_why(self) -> None:
+        from kvtui.tui.screens.why import WhyScreen, candidate_notes
+
+        if isinstance(self.screen, WhyScreen):
+            return
+        ev, _ = self.displayed_event()
+        self.push_screen(WhyScreen(self.why.title, self.why.body, candidate_notes(ev)))
+
     def action_life(self) -> None:
         from kvtui.tui.screens.life import LifeScreen, request_of
 

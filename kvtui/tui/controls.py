@@ -73,6 +73,7 @@ CONTROLS: tuple[Control, ...] = (
     C("next-node", "right_square_bracket", "select_node(1)", "next node", "Select next node", "select the next node", display="]", group=NODE, show=False),
     C("toggle-node", "d", "toggle_node", "Down/Up", "Take the selected node down / bring it back", "take the selected node down / bring it back", show=False),
     C("zoom", "z", "zoom", "Inspect", "Inspect the selected node's blocks", "inspect the selected node block by block (or double-click it); escape: back"),
+    C("why", "y", "why", "Why", "Read the Why in full", "the Why of the event on show, whole, with every candidate's note (the panel says when it is cut)", show=False),
     C("life", "i", "life", "Life", "Show a request's life", "the life of the request of the selected decision / event", show=False),
     C("restart", "R", "restart", "Restart", "Restart (same seed)", "restart the run with the same seed", show=False),
     C("policy", "o", "next_policy", "Policy", "Next routing policy", "switch to the next routing policy (restarts the run)", show=False),

@@ -1,4 +1,8 @@
-"""The teaching panel: what the current event did and why, in words, with the numbers."""
+"""The teaching panel: what the current event did and why, in words, with the numbers.
+
+It has a few lines (four at 80x24): when the text needs more, its title says so and `y` opens
+the whole of it (screens/why.py); the mouse wheel scrolls it in place.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,9 @@ from rich.text import Text
 from textual.widgets import Static
 
 from kvtui.events import Event
+
+
+CUT_HINT = " · cut: y reads it all"
 
 
 class Explanation(Static):
@@ -43,7 +50,21 @@ class Explanation(Static):
             # Textual raises while a theme change re-parses the stylesheet and the signal
             # reaches this widget first (an upstream ordering, found by the key fuzz test).
             title_style = "bold"
-        return Text.assemble((self.title, title_style), "\n", self.body)
+        title = self.title + (CUT_HINT if self.cut() else "")
+        return Text.assemble((title, title_style), "\n", self.body)
+
+    def cut(self) -> bool:
+        """True when the title and text need more lines than the panel has (the title then
+        says `y` reads it all). Measured as the panel wraps it, less a column for the
+        scrollbar that overflowing text brings."""
+        region = self.content_region
+        if region.width <= 1 or region.height <= 0 or not self.body:
+            return False
+        lines = Text.assemble(self.title + CUT_HINT, "\n", self.body).wrap(self.app.console, region.width - 1)
+        return len(lines) > region.height
+
+    def on_resize(self, _event) -> None:
+        self.update(self._text())
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _t: self.update(self._text()))
