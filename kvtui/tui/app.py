@@ -32,6 +32,7 @@ from kvtui.scenario.model import Scenario
 from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.tui.commands import KvtuiCommands
 from kvtui.tui.controls import bindings, help_rows, palette
+from kvtui.tui.reachable import why_unreachable
 from kvtui.tui.runner import DEFAULT_SPEED, SEEK_KINDS, SPEEDS, Runner
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
@@ -407,6 +408,10 @@ class KvtuiApp(App[None]):
         if self.runner.ended:
             self.notify(f"No {what} before the end of the run.", title="Jump")
             return
+        unreachable = why_unreachable(self.runner, what)
+        if unreachable is not None:
+            self.notify(unreachable, title=f"Jump to next {what}")
+            return
         # One budgeted attempt now (often enough); otherwise the frame timer keeps looking.
         # Without a frame timer (headless recording, fps=0) the search runs to the end here.
         budget = FRAME_BUDGET_S if self.fps > 0 else float("inf")
@@ -440,9 +445,26 @@ class KvtuiApp(App[None]):
         )
 
     def _stop_seek(self) -> None:
+        """Another command takes over from a jump still searching: the run stays where it got."""
         if self.seeking is not None:
             self.seeking = None
             self.runner.cancel_seek()
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        # escape cancels a jump only while one searches, on the main screen; otherwise it is
+        # left to the focused log (follow) or the open screen (close)
+        if action == "cancel_seek":
+            return self.seeking is not None and self.screen is self.screen_stack[0]
+        return True
+
+    def action_cancel_seek(self) -> None:
+        """Escape during a jump: stop searching and go back to where it began, panels and all."""
+        what = self.seeking
+        self.seeking = None
+        self.runner.cancel_seek(back_to_origin=True)
+        self.notify(f"Jump to next {what} cancelled: back at event {self.runner.position} "
+                    f"({self.runner.now:.2f} s).", title="Jump")
+        self._after_command()
 
     def action_detail(self) -> None:
         r = self.runner

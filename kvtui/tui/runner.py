@@ -195,8 +195,12 @@ class Runner:
             self.current = found
         return found
 
-    def cancel_seek(self) -> None:
+    def cancel_seek(self, back_to_origin: bool = False) -> None:
+        """Stop a jump's search: where it got to, or (Escape) back where it began."""
+        origin = self.drive.seek_origin
         self.drive.cancel_seek()
+        if back_to_origin and origin is not None and origin != self.drive.position:
+            self.goto(origin)
 
     def maintain(self, budget_s: float) -> bool:
         """Idle time: build time-travel checkpoints."""

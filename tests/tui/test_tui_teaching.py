@@ -58,15 +58,19 @@ def test_back_at_start_says_so(make):
 
 
 def test_jump_past_the_last_one_stays_and_says_so(make):
+    """A jump that searches to the end of the run and finds nothing (the last rejection passed)
+    stays where it began and says so."""
     async def go():
         app = make()
         async with app.run_test() as pilot:
-            await pilot.press("f")
-            assert app.runner.current.kind == "node_down"
-            for _ in range(4):  # the test scenario has few failures: run out of them
-                await pilot.press("f")
+            await pilot.press("r")
+            assert app.runner.current.kind == "rejected"
             at, t = app.runner.position, app.runner.now
-            await pilot.press("f")
+            for _ in range(200):  # the test scenario has a few rejections: run out of them
+                at, t = app.runner.position, app.runner.now
+                await pilot.press("r")
+                if (app.runner.position, app.runner.now) == (at, t):
+                    break
             assert (app.runner.position, app.runner.now) == (at, t) and not app.runner.ended
             await pilot.pause()
             assert any("staying at event" in n.message for n in app._notifications)
@@ -180,3 +184,57 @@ def test_pressure_first_evictions_chapter_starts_at_the_first_eviction():
     finally:
         drive.close()
     assert chapter.at <= first.t < chapter.at + 1.0, (chapter.at, first.t)
+
+
+def test_a_jump_to_what_cannot_happen_says_so_at_once(make):
+    """The tests' scenario has no `metadata` section: `w` (next recovery) cannot find one, and
+    says so without seeking; after its one scripted failure, `f` says none is left."""
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            await pilot.press("s", "s")
+            here = app.runner.position
+            await pilot.press("w")
+            await pilot.pause()
+            assert app.seeking is None and app.runner.position == here
+            assert "no `metadata` section" in list(app._notifications)[-1].message
+            await pilot.press("f")
+            assert app.runner.current.kind == "node_down"
+            at = app.runner.position
+            await pilot.press("f")
+            await pilot.pause()
+            assert app.runner.position == at
+            assert "No node failure is scripted after now" in list(app._notifications)[-1].message
+
+    run(go())
+
+
+def test_escape_cancels_a_jump_and_restores_the_panels():
+    """A long jump (pressure.yaml's first node failure is at 45 s) cancelled with Escape: back at
+    the event it started from, the logs those of that moment."""
+    from pathlib import Path
+
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.app import make_app
+
+    import itertools
+
+    async def go():
+        scenario = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"), [])
+        app = make_app(scenario, fps=20, theme="dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press(*["s"] * 30)
+            await pilot.pause()
+            origin, decisions = app.runner.position, list(app.decision_log.items)
+            # a clock a second later at each look: every budgeted search step runs 16 events
+            app.runner.drive.clock = itertools.count(0.0, 1.0).__next__
+            await pilot.press("f")
+            await pilot.pause(0.2)
+            assert app.seeking == "failure" and app.runner.position > origin
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.seeking is None and app.runner.position == origin
+            assert list(app.decision_log.items) == decisions
+            assert "cancelled" in list(app._notifications)[-1].message
+
+    run(go())
