@@ -48,6 +48,7 @@ def _ladder_rates(args, scenario) -> list[float]:
 
 def main(argv: list[str]) -> int:
     from kvtui.report import compare_table, ladder_tables, print_table
+    from kvtui.cli.validate import rate_unit
 
     p = Parser(
         prog="kvtui compare",
@@ -66,7 +67,7 @@ def main(argv: list[str]) -> int:
         nargs="?",
         const="",
         metavar="R1,R2",
-        help="one block per arrival-rate step (req/s), open loop, no rate schedule: the given rates, "
+        help="one block per arrival-rate step (arrivals/s: sessions, or requests for shared_prefix), open loop, no rate schedule: the given rates, "
         "or the scenario's workload.arrival.ladder",
     )
     p.add_argument("--json", metavar="FILE", help='write {"runs": [...]} here')
@@ -84,10 +85,10 @@ def main(argv: list[str]) -> int:
             # `schedule=[]` drops any stepwise rate changes, so the step's rate holds throughout.
             scenario = load(args, extra=(f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"))
             for name in policies:
-                sim, doc = run_once(scenario, args.seed, name, label=f"{rate:g} req/s {name or scenario.router.policy}")
+                sim, doc = run_once(scenario, args.seed, name, label=f"{rate:g}/s {name or scenario.router.policy}")
                 doc["ladder"] = {"rate": rate}
                 runs.append(doc)
-        print_table(ladder_tables(runs))
+        print_table(ladder_tables(runs, rate_unit(scenario.workload)))
     elif args.sweep:
         key, values = _parse_sweep(args.sweep)
         for value in values:

@@ -49,10 +49,11 @@ def fixed(value: float) -> Dist:
 
 @dataclass(frozen=True)
 class RatePoint:
-    """From sim time `at` on, the open-loop arrival rate is `rate` sessions per second."""
+    """From sim time `at` on, the open-loop arrival rate is `rate` arrivals per second (what an
+    arrival is: `Arrival`)."""
 
     at: float = field(default=0.0, metadata=doc("sim time in seconds", min=0, max=1e9))
-    rate: float = field(default=1.0, metadata=doc("sessions per second", min=0, max=1e6))
+    rate: float = field(default=1.0, metadata=doc("arrivals per second (see arrival.rate)", min=0, max=1e6))
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,19 @@ class Arrival:
     coefficient of variation of `burstiness` (1 = Poisson, >1 = bursty); closed_loop: `users`
     concurrent users, each starting a new session `think_time_s` after the previous one ended.
     `schedule` (open-loop only) changes the rate over time, stepwise.
+
+    One arrival is what the workload starts on it, so `rate` is arrivals per second and means:
+    sessions per second for `groups` (each session's turns then follow at think time) and for
+    weka traces (one conversation each); requests per second for `shared_prefix` (it has no
+    sessions: each arrival is one request). `kvtui validate` prints which.
     """
 
     process: Literal["poisson", "gamma", "closed_loop"] = field(
         default="poisson", metadata=doc("arrival process")
     )
-    rate: float = field(default=1.0, metadata=doc("sessions per second (open loop)", min=0, max=1e6))
+    rate: float = field(default=1.0, metadata=doc(
+        "arrivals per second (open loop): sessions/s for groups and weka traces (turns follow), "
+        "requests/s for shared_prefix (one request per arrival)", min=0, max=1e6))
     burstiness: float = field(
         default=1.0, metadata=doc("gamma: squared coefficient of variation of the gaps", min=0.01, max=1e4)
     )
