@@ -160,3 +160,11 @@ def test_validate_says_what_arrival_rate_counts(capsys):
     assert "arrival.rate 0.3 sessions/s" in capsys.readouterr().out
     assert main(["validate", str(SCENARIOS / "workload-a-small.yaml")]) == 0
     assert "arrival.rate 10 requests/s; one request each" in capsys.readouterr().out
+
+
+def test_ladder_eta_scales_the_estimate_by_the_runs_so_far():
+    from kvtui.cli.compare import _eta
+
+    assert _eta(0.0, 0.0, 90.0) == "~1m30s"  # nothing run yet: the cost estimate as it is
+    assert _eta(10.0, 5.0, 30.0) == "~1m00s"  # runs took twice their estimate so far
+    assert _eta(1.0, 4.0, 8.0) == "~2s"

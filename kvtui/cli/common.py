@@ -113,11 +113,13 @@ def check_policy(name: str | None) -> None:
         raise UsageError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
 
 
-def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None) -> tuple[object, dict]:
+def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,
+             expected: int | None = None) -> tuple[object, dict]:
     """Run a scenario to the end; return the simulation and its result document.
 
     A run that takes more than a second shows a progress bar on stderr when it is a terminal
-    (`kvtui.cli.progress`); `label` names the run there.
+    (`kvtui.cli.progress`); `label` names the run there, `expected` is its request count when
+    the run cannot tell (the cost estimate's).
     """
     from kvtui.cli.progress import progress_bar
     from kvtui.sim.engine import Simulation
@@ -126,7 +128,7 @@ def run_once(scenario, seed: int | None = None, policy: str | None = None, label
     t0 = time.perf_counter()
     sim = Simulation(scenario, seed=seed, policy=policy)
     try:
-        with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})") as progress:
+        with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})", expected=expected) as progress:
             sim.run(progress=progress)
         wall = time.perf_counter() - t0
         return sim, result_document(sim, wall)
