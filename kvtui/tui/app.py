@@ -122,8 +122,12 @@ class KvtuiApp(App[None]):
 
     @property
     def theme_cycle(self) -> list[str]:
-        names = [t.name for t in self._kvtui_themes] or ["dark"]
-        return sorted(names, key=lambda n: (PREFERRED_ORDER.index(n) if n in PREFERRED_ORDER else 99, n))
+        """Every theme the app knows, in one list for `t`, the palette's "Theme:" entries and
+        Textual's own theme picker alike: kvtui's (themes/*.toml and the user's) first, then
+        Textual's built-in ones (their block colours come from DEFAULT_VARIABLES)."""
+        ours = [t.name for t in self._kvtui_themes] or ["dark"]
+        ours = sorted(ours, key=lambda n: (PREFERRED_ORDER.index(n) if n in PREFERRED_ORDER else 99, n))
+        return ours + sorted(n for n in self.available_themes if n not in ours)
 
     # ------------------------------------------------------------------ layout
     async def _on_key(self, event) -> None:
@@ -691,7 +695,7 @@ class KvtuiApp(App[None]):
             cmds.append((verb.format(node.name), "d on the selected node", lambda n=node.name: self.toggle_node(n)))
             cmds.append((f"Inspect {node.name}", "z on the selected node", lambda n=node.name: self._zoom(n)))
         for name in self.theme_cycle:
-            cmds.append((f"Theme: {name}", "t cycles", lambda n=name: self._set_theme(n)))
+            cmds.append((f"Theme: {name}", "t cycles them all", lambda n=name: self._set_theme(n)))
         return cmds
 
     def action_command_palette(self) -> None:

@@ -79,7 +79,7 @@ CONTROLS: tuple[Control, ...] = (
     C("restart", "R", "restart", "Restart", "Restart (same seed)", "restart the run with the same seed", show=False),
     C("policy", "o", "next_policy", "Policy", "Next routing policy", "switch to the next routing policy (restarts the run)", show=False),
     C("crash", "c", "crash", "Crash CP", "Crash the control plane", "crash the control plane (it recovers from its write-ahead log)", show=False),
-    C("theme", "t", "next_theme", "Theme", "Next theme", "next theme (its name is shown)", show=False),
+    C("theme", "t", "next_theme", "Theme", "Next theme", "next theme: kvtui's, then Textual's (its name is shown; the palette lists them all)", show=False),
     C("view", "v", "next_view", "View", "Next view (narrow screens)", "next lower panel on narrow screens", show=False),
     C("help", "question_mark", "help", "Help", "Help", "this help", display="?"),
     C("quit", "q", "quit", "Quit", "Quit", "quit"),
