@@ -117,7 +117,7 @@ def test_overview_64_nodes(snap_compare, size):
     assert snap_compare(app, terminal_size=size, run_before=steps(STEPS))
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", [*SIZES, pytest.param((120, 40), id="120x40")])
 def test_split_screen(snap_compare, scenario, size):
     """`--vs`: cache_aware against least_loaded, in lockstep, at 5 s of sim time."""
     from kvtui.tui.compare import make_compare_app

@@ -238,3 +238,34 @@ def test_escape_cancels_a_jump_and_restores_the_panels():
             assert "cancelled" in list(app._notifications)[-1].message
 
     run(go())
+
+
+def test_split_screen_go_to_why_and_event_log_per_side(scenario):
+    """--vs: g moves both sides (to a time; or the left to an event number and the right to
+    its time), each side has its Why and event log, and the Δ line fits 120 columns."""
+    from kvtui.tui.compare import make_compare_app
+    from kvtui.tui.screens.goto import GotoScreen
+    from kvtui.tui.screens.why import WhyScreen
+
+    async def go():
+        app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("g")
+            assert isinstance(app.screen, GotoScreen)
+            await pilot.press(*"8", "enter")
+            await pilot.pause()
+            assert app.left.now == app.right.now == 8.0
+            for side in ("#left", "#right"):
+                panel = app.query_one(side)
+                assert panel.why.body and panel.events.items, side
+            assert panel.events.items[-1].seq == app.right.log[-1].seq
+            diff = str(app.query_one("#diff").render())
+            assert len(diff) <= 118 and "Δ round_robin vs cache_aware" in diff
+            await pilot.press("g", "#", "2", "0", "enter")
+            await pilot.pause()
+            assert app.left.position == 20 and app.right.now == app.left.now < 8.0
+            await pilot.press("Y")
+            await pilot.pause()
+            assert isinstance(app.screen, WhyScreen) and app.screen.title_text.startswith("round_robin")
+
+    run(go())

@@ -22,8 +22,9 @@ class Explanation(Static):
     """
     COMPONENT_CLASSES = {"explanation--title"}
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None):
+    def __init__(self, *, id: str | None = None, classes: str | None = None, cut_hint: str = CUT_HINT):
         super().__init__("", id=id, classes=classes, markup=False)
+        self.cut_hint = cut_hint  # what the title adds when the text does not fit
         self.shown: tuple | None = None
         self.title = ""
         self.body = ""
@@ -50,7 +51,7 @@ class Explanation(Static):
             # Textual raises while a theme change re-parses the stylesheet and the signal
             # reaches this widget first (an upstream ordering, found by the key fuzz test).
             title_style = "bold"
-        title = self.title + (CUT_HINT if self.cut() else "")
+        title = self.title + (self.cut_hint if self.cut() else "")
         return Text.assemble((title, title_style), "\n", self.body)
 
     def cut(self) -> bool:
@@ -60,7 +61,7 @@ class Explanation(Static):
         region = self.content_region
         if region.width <= 1 or region.height <= 0 or not self.body:
             return False
-        lines = Text.assemble(self.title + CUT_HINT, "\n", self.body).wrap(self.app.console, region.width - 1)
+        lines = Text.assemble(self.title + self.cut_hint, "\n", self.body).wrap(self.app.console, region.width - 1)
         return len(lines) > region.height
 
     def on_resize(self, _event) -> None:
