@@ -180,8 +180,9 @@ def compare_table(docs: list[dict], label: str = "policy", title: str | None = N
     return t
 
 
-def ladder_tables(docs: list[dict]) -> Group:
-    """`compare --ladder`: one block per rate step (runs tagged `ladder: {"rate": R}`)."""
+def ladder_tables(docs: list[dict], unit: str = "sessions") -> Group:
+    """`compare --ladder`: one block per rate step (runs tagged `ladder: {"rate": R}`); `unit`
+    is what the rate counts (sessions or requests, `kvtui.cli.validate.rate_unit`)."""
     steps: dict[float, list[dict]] = {}
     for d in docs:
         steps.setdefault(d["ladder"]["rate"], []).append(d)
@@ -189,7 +190,7 @@ def ladder_tables(docs: list[dict]) -> Group:
     blocks: list[RenderableType] = []
     for rate, runs in steps.items():
         blocks.append(
-            compare_table(runs, title=f"{first['scenario']} · seed {first['seed']} · rate {rate:g} req/s · latencies in ms")
+            compare_table(runs, title=f"{first['scenario']} · seed {first['seed']} · rate {rate:g} {unit}/s · latencies in ms")
         )
     return Group(*blocks)
 

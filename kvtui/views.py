@@ -42,7 +42,7 @@ class NodeView:
     tiers: tuple[TierView, ...]
     running: tuple[str, ...]  # request ids, in scheduling order
     waiting: tuple[str, ...]  # request ids, head of the queue first
-    hit_rate: float | None  # share of completed requests that hit the prefix cache
+    hit_rate: float | None  # share of its last HIT_WINDOW completed requests (run/journal.py) that hit the prefix cache
     completed: int
     evicted_total: int
     version: tuple  # changes whenever anything above may have changed

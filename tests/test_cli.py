@@ -78,7 +78,8 @@ def test_compare_ladder_one_block_per_step(tmp_path):
               "--set", "workload.arrival.ladder=[0.5,2]", "--set", "workload.duration_s=20",
               "--ladder", "--json", str(out))
     assert p.returncode == 0, p.stderr
-    assert p.stdout.count("rate 0.5 req/s") == 1 and p.stdout.count("rate 2 req/s") == 1
+    # pressure.yaml starts sessions (prefix groups): its rate is sessions/s, not requests/s
+    assert p.stdout.count("rate 0.5 sessions/s") == 1 and p.stdout.count("rate 2 sessions/s") == 1
     runs = json.loads(out.read_text())["runs"]
     assert [(r["ladder"]["rate"], r["policy"]) for r in runs] == [
         (0.5, "round_robin"), (0.5, "cache_aware"), (2.0, "round_robin"), (2.0, "cache_aware")
@@ -149,3 +150,21 @@ def test_version_help_and_schema():
 def test_no_arguments_is_a_usage_error():
     p = kvtui()
     assert p.returncode == 2 and "usage" in p.stderr.lower()
+
+
+def test_validate_says_what_arrival_rate_counts(capsys):
+    """arrival.rate is arrivals per second: sessions for groups, requests for shared_prefix."""
+    from kvtui.cli import main
+
+    assert main(["validate", str(SCENARIOS / "pressure.yaml")]) == 0
+    assert "arrival.rate 0.3 sessions/s" in capsys.readouterr().out
+    assert main(["validate", str(SCENARIOS / "workload-a-small.yaml")]) == 0
+    assert "arrival.rate 10 requests/s; one request each" in capsys.readouterr().out
+
+
+def test_ladder_eta_scales_the_estimate_by_the_runs_so_far():
+    from kvtui.cli.compare import _eta
+
+    assert _eta(0.0, 0.0, 90.0) == "~1m30s"  # nothing run yet: the cost estimate as it is
+    assert _eta(10.0, 5.0, 30.0) == "~1m00s"  # runs took twice their estimate so far
+    assert _eta(1.0, 4.0, 8.0) == "~2s"

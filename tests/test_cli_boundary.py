@@ -91,7 +91,8 @@ def test_a_held_log_names_its_holder(tmp_path):
         stdout=subprocess.PIPE, text=True, env={**os.environ})
     try:
         assert holder.stdout.readline().strip() == "held"
-        p = subprocess.run([sys.executable, "-m", "kvtui", "run", str(s)], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "kvtui", "run", str(s), "--set", "metadata.resume=true"],
+                           capture_output=True, text=True)
         assert p.returncode == 2, p.stderr
         assert f"the log is in use: process {holder.pid}" in p.stderr and "Traceback" not in p.stderr
         assert str(wal) in p.stderr

@@ -623,3 +623,19 @@ def test_schema_details():
     assert defs["Workload"]["properties"]["groups"]["type"] == "array"
     assert "round_robin" in defs["Router"]["properties"]["policy"]["enum"]
     assert schema["properties"]["cluster"]["$ref"] == "#/$defs/Cluster"
+
+
+def test_a_non_empty_metadata_dir_is_refused_unless_resumed(tmp_path, monkeypatch):
+    """A second run on the same `metadata.dir` would recover the first run's log and change
+    the figures: refused at the key's line, allowed with `metadata.resume: true`."""
+    monkeypatch.chdir(tmp_path)
+    text = GOOD.replace("  snapshot_every: 100\n", "  snapshot_every: 100\n  dir: wal\n")
+    path = write(tmp_path, text)
+    load_scenario(path, [])  # absent: a new directory
+    (tmp_path / "wal").mkdir()
+    load_scenario(path, [])  # empty
+    (tmp_path / "wal" / "CURRENT").write_text("x")
+    file, line, message = one_problem(path)
+    assert (file, line) == (str(path), text.splitlines().index("  dir: wal") + 1)
+    assert "metadata.dir: 'wal' is not empty" in message and "metadata.resume: true" in message
+    assert load_scenario(path, ["metadata.resume=true"]).metadata.resume

@@ -22,6 +22,8 @@ __all__ = ["COMMANDS", "main", "run_once", "UsageError"]
 
 # name -> (module:function, usage, what it does)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": ("kvtui.cli.demo:main", "demo [NAME]", "the app on a scenario shipped in the package (pressure.yaml)"),
+    "serve": ("kvtui.cli.serve:main", "serve SCENARIO [--port N]", "the app in a web browser (textual-serve), to share a link"),
     "run": ("kvtui.cli.run:main", "run SCENARIO", "headless run: summary table, --json result document"),
     "compare": ("kvtui.cli.compare:main", "compare SCENARIO", "one row per policy (or per --sweep value), same workload"),
     "record": ("kvtui.cli.record:main", "record SCENARIO", "render the app after N steps to an SVG"),

@@ -113,16 +113,18 @@ def check_policy(name: str | None) -> None:
         raise UsageError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
 
 
-def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None) -> tuple[object, dict]:
+def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,
+             expected: int | None = None) -> tuple[object, dict]:
     """`kvtui.run.run_to_end` with the CLI's progress bar: the simulation and its result document.
 
     A run that takes more than a second shows a progress bar on stderr when it is a terminal
-    (`kvtui.cli.progress`); `label` names the run there.
+    (`kvtui.cli.progress`); `label` names the run there, `expected` is its request count when
+    the run cannot tell (the cost estimate's).
     """
     from kvtui.cli.progress import progress_bar
     from kvtui.run import run_to_end
 
-    with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})") as progress:
+    with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})", expected=expected) as progress:
         finished = run_to_end(scenario, seed, policy, on_progress=progress)
     return finished.simulation, finished.document
 

@@ -3,8 +3,10 @@ steps of a QPS ladder, one row each."""
 
 from __future__ import annotations
 
-from kvtui.files import check_output
+import time
+
 from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
+from kvtui.files import check_output
 
 
 def _parse_sweep(text: str) -> tuple[str, list[str]]:
@@ -47,6 +49,36 @@ def _ladder_rates(args, scenario) -> list[float]:
     return rates
 
 
+def _ladder(args, policies: list[str | None]) -> tuple[list[dict], object, str]:
+    """Every (rate step, policy) run, the progress bar naming the run `i/n` with the ladder's
+    ETA: the cost estimate's run time of the runs left (kvtui/scenario/cost.py), scaled by how
+    the runs so far compared with theirs (higher rates take longer, so a plain mean would not)."""
+    from kvtui.cli.common import cost_of
+    from kvtui.cli.validate import rate_unit
+
+    steps = [load(args, extra=(f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"))
+             for rate in _ladder_rates(args, load(args))]  # `schedule=[]`: the step's rate holds throughout
+    costs = [cost_of(scenario) for scenario in steps]
+    plan = [(scenario, cost, name) for scenario, cost in zip(steps, costs) for name in policies]
+    runs, sim, began, estimated_done = [], None, time.perf_counter(), 0.0
+    for i, (scenario, cost, name) in enumerate(plan):
+        left = sum(c.seconds for _, c, _ in plan[i:])
+        label = (f"ladder {i + 1}/{len(plan)} ETA {_eta(time.perf_counter() - began, estimated_done, left)} · "
+                 f"{scenario.workload.arrival.rate:g} {rate_unit(scenario.workload)}/s {name or scenario.router.policy}")
+        sim, doc = run_once(scenario, args.seed, name, label=label, expected=cost.requests)
+        doc["ladder"] = {"rate": scenario.workload.arrival.rate}
+        runs.append(doc)
+        estimated_done += cost.seconds
+    return runs, sim, rate_unit(steps[0].workload)
+
+
+def _eta(elapsed: float, estimated_done: float, estimated_left: float) -> str:
+    """Wall time left: the estimate, times measured / estimated for the runs done so far."""
+    scale = elapsed / estimated_done if estimated_done > 0 and elapsed > 0 else 1.0
+    minutes, secs = divmod(int(estimated_left * scale + 0.5), 60)
+    return f"~{minutes}m{secs:02d}s" if minutes else f"~{secs}s"
+
+
 def main(argv: list[str]) -> int:
     from kvtui.report import compare_table, ladder_tables, print_table
 
@@ -67,7 +99,7 @@ def main(argv: list[str]) -> int:
         nargs="?",
         const="",
         metavar="R1,R2",
-        help="one block per arrival-rate step (req/s), open loop, no rate schedule: the given rates, "
+        help="one block per arrival-rate step (arrivals/s: sessions, or requests for shared_prefix), open loop, no rate schedule: the given rates, "
         "or the scenario's workload.arrival.ladder",
     )
     p.add_argument("--json", metavar="FILE", help='write {"runs": [...]} here')
@@ -82,15 +114,8 @@ def main(argv: list[str]) -> int:
     runs: list[dict] = []
     sim = None
     if args.ladder is not None:
-        rates = _ladder_rates(args, load(args))
-        for rate in rates:
-            # `schedule=[]` drops any stepwise rate changes, so the step's rate holds throughout.
-            scenario = load(args, extra=(f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"))
-            for name in policies:
-                sim, doc = run_once(scenario, args.seed, name, label=f"{rate:g} req/s {name or scenario.router.policy}")
-                doc["ladder"] = {"rate": rate}
-                runs.append(doc)
-        print_table(ladder_tables(runs))
+        runs, sim, unit = _ladder(args, policies)
+        print_table(ladder_tables(runs, unit))
     elif args.sweep:
         key, values = _parse_sweep(args.sweep)
         for value in values:

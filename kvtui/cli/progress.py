@@ -18,14 +18,16 @@ SHOW_AFTER_S = 1.0
 
 
 @contextmanager
-def progress_bar(label: str, enabled: bool | None = None) -> Iterator[Callable | None]:
-    """Yield a callback for `run_to_end(on_progress=...)`, or None when no bar is wanted."""
+def progress_bar(label: str, enabled: bool | None = None, expected: int | None = None) -> Iterator[Callable | None]:
+    """Yield a callback for `run_to_end(on_progress=...)`, or None when no bar is wanted.
+    `expected`: the cost estimate's request count, the bar's total when the run's own is
+    unknown (an open-ended shared_prefix run read "N/? requests"); shown as `~requests`."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
         yield None
         return
-    bar = _Bar(label)
+    bar = _Bar(label, expected)
     try:
         yield bar.update
     finally:
@@ -33,8 +35,9 @@ def progress_bar(label: str, enabled: bool | None = None) -> Iterator[Callable |
 
 
 class _Bar:
-    def __init__(self, label: str):
+    def __init__(self, label: str, expected: int | None = None):
         self.label = label
+        self.expected = expected
         self.began = time.perf_counter()
         self.progress = None
         self.task = None
@@ -44,9 +47,10 @@ class _Bar:
             if time.perf_counter() - self.began < SHOW_AFTER_S:
                 return
             self._open()
-        self.progress.update(
-            self.task, completed=p.done, total=p.total, unit=p.unit, now=f"t={p.sim_time:,.1f}s"
-        )
+        total, unit = p.total, p.unit
+        if total is None and self.expected and unit == "requests":
+            total, unit = max(self.expected, p.done), "requests (~total)"
+        self.progress.update(self.task, completed=p.done, total=total, unit=unit, now=f"t={p.sim_time:,.1f}s")
 
     def _open(self) -> None:
         from rich.console import Console

@@ -26,6 +26,7 @@ def main(argv: list[str]) -> int:
     if not args.force:
         check_budget(args.scenario, scenario, cost)
     print(f"{args.scenario}: ok ({scenario.name}: {len(scenario.cluster.nodes)} nodes, policy {scenario.router.policy})")
+    print(f"  arrivals: {arrival_meaning(scenario.workload)}")
     for line in notes:
         print(f"  {line}")
     return 0
@@ -38,3 +39,22 @@ def schema_main(argv: list[str]) -> int:
     p.parse_args(argv)
     print(json.dumps(scenario_json_schema(), indent=2))
     return 0
+
+
+def arrival_meaning(workload) -> str:
+    """What one arrival starts, so `arrival.rate` reads in its unit (model.Arrival)."""
+    arrival = workload.arrival
+    if workload.trace is not None and workload.trace.format != "weka":
+        return f"the {workload.trace.format} trace's own timestamps (arrival.rate is not used)"
+    unit = rate_unit(workload)
+    what = ("one request each (shared_prefix has no sessions)" if unit == "requests"
+            else "one session each, its turns following at think time")
+    if arrival.process == "closed_loop":
+        return f"closed loop, {arrival.users} concurrent users; {what}"
+    steps = f", then {len(arrival.schedule)} scheduled changes" if arrival.schedule else ""
+    return f"{arrival.process} at arrival.rate {arrival.rate:g} {unit}/s{steps}; {what}"
+
+
+def rate_unit(workload) -> str:
+    """What arrival.rate counts per second: `requests` for shared_prefix, else `sessions`."""
+    return "requests" if workload.shared_prefix is not None else "sessions"

@@ -54,6 +54,8 @@ MARKS: dict[type[Event], tuple[str, bool]] = {
     ControlPlaneRecovered: ("control plane recovered", False),
 }
 
+HIT_WINDOW = 20  # a node label's hit rate is over its last this-many completed requests
+
 
 class Journal:
     """Bounded memory of one run, fed by its bus."""
@@ -63,7 +65,8 @@ class Journal:
         self.decisions: deque[RouteDecided] = deque(maxlen=keep_decisions)
         self.log: deque[Event] = deque(maxlen=keep_log)
         self.counts: Counter[str] = Counter()
-        self.node_hits: dict[str, list[int]] = {}
+        self.node_hits: dict[str, list[int]] = {}  # see _count_hit
+        self._recent_hits: dict[str, deque[bool]] = {}
         self.last_emitted: Event | None = None
         self.last_interesting: Event | None = None
         self.marks: list[tuple[float, int, str, str]] = []  # (t, seq, kind, label)
@@ -96,12 +99,31 @@ class Journal:
                     table.pop(k, None)
         elif isinstance(ev, NodeCacheCleared):
             self._stored.pop(ev.node, None)
+            self._forget_hits(ev.node)
         elif isinstance(ev, RequestCompleted):
-            h = self.node_hits.setdefault(ev.node, [0, 0])
-            h[1] += 1
-            if ev.hit != "miss":
-                h[0] += 1
+            self._count_hit(ev.node, ev.hit != "miss")
         self._note_life(ev)
+
+    def _count_hit(self, node: str, hit: bool) -> None:
+        """node_hits[node] = [hits, requests] over its last HIT_WINDOW completions, and all its
+        completions: a lifetime rate would still read 93 % for a node back from a failure with an
+        empty cache, so the label shows the recent one."""
+        recent = self._recent_hits.setdefault(node, deque(maxlen=HIT_WINDOW))
+        h = self.node_hits.setdefault(node, [0, 0, 0])
+        if len(recent) == HIT_WINDOW:
+            h[0] -= recent[0]
+            h[1] -= 1
+        recent.append(hit)
+        h[0] += hit
+        h[1] += 1
+        h[2] += 1
+
+    def _forget_hits(self, node: str) -> None:
+        """The node lost its cache: its past hits say nothing about the next requests."""
+        self._recent_hits.pop(node, None)
+        h = self.node_hits.get(node)
+        if h is not None:
+            h[0] = h[1] = 0
 
     def _on_stored(self, ev: BlocksStored) -> None:
         table = self._stored.setdefault(ev.node, {})

@@ -215,8 +215,12 @@ class Run:
             self.current = found
         return found
 
-    def cancel_seek(self) -> None:
+    def cancel_seek(self, back_to_origin: bool = False) -> None:
+        """Stop a jump's search: where it got to, or (Escape) back where it began."""
+        origin = self.source.seek_origin
         self.source.cancel_seek()
+        if back_to_origin and origin is not None and origin != self.source.position:
+            self.goto(origin)
 
     def maintain(self, budget_s: float) -> bool:
         """Idle time: build time-travel checkpoints."""

@@ -24,7 +24,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from kvtui.errors import InputError
 from kvtui.scenario import safe_yaml
 from kvtui.scenario.cost import estimate
-from kvtui.scenario.model import Dist, Scenario, ScriptedEvent, Trace
+from kvtui.scenario.model import Dist, Metadata, Scenario, ScriptedEvent, Trace
 from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
 from kvtui.scenario.schema import (
     field_choices,
@@ -216,7 +216,8 @@ class _Builder:
         self.locations: dict[str, tuple[str, int | None]] = {}
         self.bad_paths: set[str] = set()
         self._constructor = SafeConstructor()
-        self._post_checks = {Dist: self._check_dist, Trace: self._check_trace, ScriptedEvent: self._check_event}
+        self._post_checks = {Dist: self._check_dist, Trace: self._check_trace, ScriptedEvent: self._check_event,
+                             Metadata: self._check_metadata}
 
     # -- reporting ------------------------------------------------------------------------
 
@@ -502,10 +503,24 @@ class _Builder:
             return trace
         return dataclasses.replace(trace, path=str(resolved))
 
+    def _check_metadata(self, metadata: Metadata, node: yaml.Node, path: str) -> Metadata:
+        """A `dir` that already holds files is another run's log: a new run would recover it and
+        start from its state (other figures, stale decisions). Refused unless `resume` says so."""
+        if metadata.dir and not metadata.resume and _non_empty_dir(metadata.dir):
+            key = join_key(path, "dir")
+            self.report_at(key, f"{key}: {metadata.dir!r} is not empty (another run's log?): give an empty "
+                                "or new directory, or set metadata.resume: true to continue that log")
+        return metadata
+
     def _check_event(self, event: ScriptedEvent, node: yaml.Node, path: str) -> ScriptedEvent:
         if event.action in ("node_down", "node_up") and event.node is None:
             self.report(node, f"{_label(path)}: {event.action} needs a node")
         return event
+
+
+def _non_empty_dir(directory: str) -> bool:
+    path = Path(directory).expanduser()
+    return path.is_dir() and any(path.iterdir())
 
 
 def _label(path: str) -> str:

@@ -51,10 +51,11 @@ def fixed(value: float) -> Dist:
 
 @dataclass(frozen=True)
 class RatePoint:
-    """From sim time `at` on, the open-loop arrival rate is `rate` sessions per second."""
+    """From sim time `at` on, the open-loop arrival rate is `rate` arrivals per second (what an
+    arrival is: `Arrival`)."""
 
     at: float = field(default=0.0, metadata=doc("sim time in seconds", min=0, max=1e9))
-    rate: float = field(default=1.0, metadata=doc("sessions per second", min=0, max=1e6))
+    rate: float = field(default=1.0, metadata=doc("arrivals per second (see arrival.rate)", min=0, max=1e6))
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,19 @@ class Arrival:
     coefficient of variation of `burstiness` (1 = Poisson, >1 = bursty); closed_loop: `users`
     concurrent users, each starting a new session `think_time_s` after the previous one ended.
     `schedule` (open-loop only) changes the rate over time, stepwise.
+
+    One arrival is what the workload starts on it, so `rate` is arrivals per second and means:
+    sessions per second for `groups` (each session's turns then follow at think time) and for
+    weka traces (one conversation each); requests per second for `shared_prefix` (it has no
+    sessions: each arrival is one request). `kvtui validate` prints which.
     """
 
     process: Literal["poisson", "gamma", "closed_loop"] = field(
         default="poisson", metadata=doc("arrival process")
     )
-    rate: float = field(default=1.0, metadata=doc("sessions per second (open loop)", min=0, max=1e6))
+    rate: float = field(default=1.0, metadata=doc(
+        "arrivals per second (open loop): sessions/s for groups and weka traces (turns follow), "
+        "requests/s for shared_prefix (one request per arrival)", min=0, max=1e6))
     burstiness: float = field(
         default=1.0, metadata=doc("gamma: squared coefficient of variation of the gaps", min=0.01, max=1e4)
     )
@@ -454,7 +462,11 @@ class Chapter:
 class Metadata:
     """The WAL-backed control-plane store."""
 
-    dir: str | None = field(default=None, metadata=doc("log directory; a fresh temporary one when absent"))
+    dir: str | None = field(default=None, metadata=doc(
+        "log directory (relative to the working directory); a fresh temporary one when absent. Give one to "
+        "keep the log for `kvtui wal inspect DIR`; it must be empty or new unless `resume`"))
+    resume: bool = field(default=False, metadata=doc(
+        "continue the log already in `dir`: recover its state first (otherwise a non-empty `dir` is refused)"))
     fsync: Literal["always", "batch", "never"] = field(default="batch", metadata=doc("fsync policy"))
     snapshot_every: int = field(default=5000, metadata=doc("records between snapshots", min=1, max=1_000_000_000))
     while_down: Literal["wait", "reject"] = field(

@@ -2,11 +2,13 @@
 
 Two simulations of one scenario with the same seed and workload, the scenario's policy (or
 `--policy`) on the left and POLICY on the right, kept in lockstep by sim time (the engine's
-`Lockstep`). Each side shows its block maps and key numbers; a line under them states the
-difference live: token hit rate, TTFT p50 and p95, rejections, evictions. The lesson
-"prefix-first melts one node, load-aware spreads it" is one screen.
+`Lockstep`). Each side shows its block maps, key numbers, the Why of its latest decision or
+event and its event log, so you see why one side wins; a line under them states the difference
+live (token hit rate, TTFT p50 and p95, rejections, evictions), shortened to fit one line. The
+lesson "prefix-first melts one node, load-aware spreads it" is one screen.
 
-Keys: space play/pause, s step, + / - speed, ? help, q quit.
+Keys: space play/pause, s step, g go to a time (both sides) or an event number (the left's;
+the right follows to its time), + / - speed, ? help, q quit.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ from kvtui.views import KeyFigures
 from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
+from kvtui.tui.widgets.event_log import EventLog
+from kvtui.tui.widgets.explanation import Explanation
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.status_bar import StatusBar
 
 FPS = 20
 BUDGET_S = 0.03
+TALL = 30  # rows from which each side shows its Why and event log
+LOG_BATCH = 500
 
 
 def _ms(v: float | None) -> str:
@@ -43,45 +49,73 @@ def figures_text(policy: str, f: KeyFigures) -> str:
     )
 
 
-def difference_text(left: str, a: KeyFigures, right: str, b: KeyFigures) -> str:
-    """One line: how the right run differs from the left, in the numbers that matter."""
-    parts = [f"Δ {right} vs {left}:"]
-    parts.append(f"token hit rate {100 * (b.token_hit_rate - a.token_hit_rate):+.0f} pts")
+def difference_text(left: str, a: KeyFigures, right: str, b: KeyFigures, width: int = 10_000) -> str:
+    """One line: how the right run differs from the left, in the numbers that matter; the
+    short labels when the long ones would not fit `width` (it wrapped at 120 columns)."""
+    for labels in (_LONG, _SHORT):
+        text = _difference(labels, left, a, right, b)
+        if len(text) <= width:
+            return text
+    return text
+
+
+_LONG = ("token hit rate", "pts", "TTFT p50", "p95", "rejections", "evicted blocks", " · ")
+_SHORT = ("hits", "pts", "TTFT p50", "p95", "rej", "evict", " · ")
+
+
+def _difference(labels: tuple[str, ...], left: str, a: KeyFigures, right: str, b: KeyFigures) -> str:
+    hits, pts, p50, p95, rej, evicted, sep = labels
+    parts = [f"{hits} {100 * (b.token_hit_rate - a.token_hit_rate):+.0f} {pts}"]
     if a.ttft_p50_ms is not None and b.ttft_p50_ms is not None:
-        parts.append(f"TTFT p50 {b.ttft_p50_ms - a.ttft_p50_ms:+.1f} ms")
+        parts.append(f"{p50} {b.ttft_p50_ms - a.ttft_p50_ms:+.1f} ms")
     if a.ttft_p95_ms is not None and b.ttft_p95_ms is not None:
-        parts.append(f"p95 {b.ttft_p95_ms - a.ttft_p95_ms:+.1f} ms")
-    parts.append(f"rejections {b.rejected - a.rejected:+d}")
-    parts.append(f"evicted blocks {b.evicted_blocks - a.evicted_blocks:+d}")
-    return " ".join(parts[:1]) + " " + " · ".join(parts[1:])
+        parts.append(f"{p95} {b.ttft_p95_ms - a.ttft_p95_ms:+.1f} ms")
+    parts.append(f"{rej} {b.rejected - a.rejected:+d}")
+    parts.append(f"{evicted} {b.evicted_blocks - a.evicted_blocks:+d}")
+    return f"Δ {right} vs {left}: " + sep.join(parts)
 
 
 class Side(Vertical):
-    """One run: its policy, block maps and key numbers."""
+    """One run: its policy, block maps, key numbers, the Why of its latest decision or event,
+    and its event log (those two only on screens of TALL rows or more)."""
 
     DEFAULT_CSS = """
     Side { width: 1fr; height: 1fr; border: round $panel; padding: 0 0; }
     Side > .side-figures { height: auto; color: $text-muted; }
     Side > BlockMap { height: 1fr; max-height: 100%; }
+    Side > Explanation { height: 6; background: $boost; padding: 0 1; }
+    Side > EventLog { height: 6; }
+    .-short Side > Explanation, .-short Side > EventLog { display: none; }
     """
 
-    def __init__(self, runner: Run, *, id: str):
+    def __init__(self, runner: Run, *, id: str, why_key: str):
         super().__init__(id=id)
         self.runner = runner
         self.border_title = f"policy {runner.policy}"
         # held, not queried: a key or a resize can tick the side before its children mount
         self.figures = Static("", classes="side-figures", markup=False)
         self.block_map = BlockMap(self.runner)
+        self.why = Explanation(cut_hint=f" · cut: {why_key} reads it all")
+        self.events = EventLog()
+        self._generation = runner.generation
 
     def compose(self) -> ComposeResult:
         yield self.figures
         yield self.block_map
+        yield self.why
+        yield self.events
 
     def tick(self) -> None:
         if not self.block_map.is_mounted:
             return
         self.block_map.tick()
         self.figures.update(figures_text(self.runner.policy, self.runner.key_figures()))
+        if self._generation != self.runner.generation:  # went back in time: the log starts over
+            self._generation = self.runner.generation
+            self.events.clear()
+        self.events.add(*self.runner.drain_log(LOG_BATCH))
+        ev = self.runner.last_interesting
+        self.why.show(ev, self.runner.explain(ev), "latest")
 
 
 class CompareApp(App[None]):
@@ -95,6 +129,9 @@ class CompareApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("space", "toggle_play", "Play/Pause"),
         Binding("s", "step", "Step"),
+        Binding("g", "goto", "Go to"),
+        Binding("y", "why('left')", "Why (left)", show=False),
+        Binding("Y", "why('right')", "Why (right)", show=False),
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
         Binding("minus", "speed(-1)", "Slower", key_display="-"),
     ]
@@ -122,8 +159,8 @@ class CompareApp(App[None]):
         yield StatusBar(id="status")
         yield Legend(self.left, id="legend")
         with Horizontal(id="sides"):
-            yield Side(self.left, id="left")
-            yield Side(self.right, id="right")
+            yield Side(self.left, id="left", why_key="y")
+            yield Side(self.right, id="right", why_key="Y")
         yield Static("", id="diff", markup=False)
         yield Footer()
 
@@ -137,6 +174,7 @@ class CompareApp(App[None]):
         self.right.close()
 
     def on_resize(self, _event) -> None:
+        self.set_class(self.size.height < TALL, "-short")
         self.refresh_panels()
 
     def _frame(self) -> None:
@@ -166,7 +204,8 @@ class CompareApp(App[None]):
         for side in self.query(Side):
             side.tick()
         a, b = self.left.key_figures(), self.right.key_figures()
-        self.query_one("#diff", Static).update(difference_text(self.left.policy, a, self.right.policy, b))
+        width = self.size.width - 2  # the line's padding
+        self.query_one("#diff", Static).update(difference_text(self.left.policy, a, self.right.policy, b, width))
 
     def action_toggle_play(self) -> None:
         self.playing = not self.playing and not self.lockstep.ended
@@ -179,6 +218,40 @@ class CompareApp(App[None]):
             self.notify("Both runs have ended.", title="Step")
         self.refresh_panels()
 
+    def action_goto(self) -> None:
+        from kvtui.tui.screens.goto import GotoScreen
+
+        if not isinstance(self.screen, GotoScreen):
+            self.push_screen(GotoScreen(self.lockstep.now, self.left.position), self.goto)
+
+    def goto(self, where: str | None) -> None:
+        """`12.5`: both sides to that sim time; `#500`: the left side to its event 500, the
+        right to the same sim time (event numbers differ between the runs)."""
+        if not where:
+            return
+        self.playing = False
+        try:
+            if where.strip().startswith("#"):
+                self.left.goto(int(where.strip()[1:]))
+                self.right.goto_time(self.left.now)
+            else:
+                t = float(where.strip().rstrip("s"))
+                self.left.goto_time(t)
+                self.right.goto_time(t)
+        except ValueError:
+            self.notify(f"Not a time or an event number: {where!r} (try 12.5 or #500).", title="Go to", severity="warning")
+            return
+        self.refresh_panels()
+
+    def action_why(self, side: str) -> None:
+        """The Why of one side's latest decision or event, whole (screens/why.py)."""
+        from kvtui.tui.screens.why import WhyScreen, candidate_notes
+
+        if not isinstance(self.screen, WhyScreen):
+            why = self.query_one(f"#{side}", Side).why
+            runner = self.left if side == "left" else self.right
+            self.push_screen(WhyScreen(f"{runner.policy}: {why.title}", why.body, candidate_notes(runner.last_interesting)))
+
     def action_speed(self, delta: int) -> None:
         i = min(range(len(SPEEDS)), key=lambda j: abs(SPEEDS[j] - self.speed))
         self.speed = SPEEDS[max(0, min(len(SPEEDS) - 1, i + delta))]
@@ -186,7 +259,9 @@ class CompareApp(App[None]):
 
     def action_help(self) -> None:
         self.notify(
-            "space play/pause · s step (both runs to the same sim time) · + / - speed · q quit. "
+            "space play/pause · s step (both runs to the same sim time) · g go to a time or #event · "
+            "y / Y the left's / right's Why in full · "
+            "+ / - speed · q quit. "
             "Left: the scenario's policy; right: --vs. Same seed, same arrivals.",
             title="Compare",
             timeout=8,

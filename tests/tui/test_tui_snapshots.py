@@ -117,7 +117,7 @@ def test_overview_64_nodes(snap_compare, size):
     assert snap_compare(app, terminal_size=size, run_before=steps(STEPS))
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", [*SIZES, pytest.param((120, 40), id="120x40")])
 def test_split_screen(snap_compare, scenario, size):
     """`--vs`: cache_aware against least_loaded, in lockstep, at 5 s of sim time."""
     from kvtui.tui.compare import make_compare_app
@@ -129,3 +129,25 @@ def test_split_screen(snap_compare, scenario, size):
 
     app = make_compare_app(scenario, "least_loaded", policy="cache_aware", fps=0, theme="dark")
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+# ---------------------------------------------------------------------- issue 20: Why in full
+WHY_SIZES = [*SIZES, pytest.param((120, 40), id="120x40")]
+
+
+@pytest.mark.parametrize("size", WHY_SIZES)
+def test_rejection_why_panel(snap_compare, make, size):
+    """The first rejection: the panel's title says when its text is cut (y reads it all)."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(0, "r"))
+
+
+@pytest.mark.parametrize("size", WHY_SIZES)
+def test_rejection_why_in_full(snap_compare, make, size):
+    """y: the rejection's Why whole, on its own screen."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(0, "r", "y"))
+
+
+@pytest.mark.parametrize("size", [pytest.param((120, 40), id="120x40")])
+def test_decision_why_in_full(snap_compare, make, size):
+    """y on a decision: its Why and every candidate's note in full."""
+    assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "n", "y"))

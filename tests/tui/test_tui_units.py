@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -248,3 +249,40 @@ def test_latency_panel_ticks_before_its_children_are_mounted(scenario):
     panel.tick()
     panel.rebind()
     assert [h.id for h in panel.histograms] == ["hist-ttft", "hist-tpot", "hist-e2e"]
+
+
+def test_node_hit_rate_is_over_a_recent_window_and_forgotten_at_a_failure():
+    """The label's h: the last HIT_WINDOW completions, not the lifetime (a node back from a
+    failure read 93 % while empty)."""
+    from kvtui.events import NodeCacheCleared, RequestCompleted
+    from kvtui.run.journal import HIT_WINDOW, Journal
+
+    journal = Journal()
+    seq = iter(range(1, 10_000))
+
+    def done(hit: str) -> None:
+        journal.on_event(RequestCompleted(next(seq), 0.0, "r", "n", "s", "g", 10, 1, 0, hit, 0.1, 0.01, 0.2, 0))
+
+    for _ in range(3 * HIT_WINDOW):
+        done("prefix")
+    for _ in range(HIT_WINDOW // 2):
+        done("miss")
+    assert journal.hit_rate("n") == 0.5  # a lifetime rate would read 0.857
+    journal.on_event(NodeCacheCleared(next(seq), 1.0, "n", 5))
+    assert journal.hit_rate("n") is None
+    done("miss")
+    assert journal.hit_rate("n") == 0.0
+    assert journal.node_hits["n"][2] == 3 * HIT_WINDOW + HIT_WINDOW // 2 + 1
+
+
+def test_chapter_line_names_the_policy_when_o_switched_it(make):
+    async def go():
+        app = make()
+        async with app.run_test(size=(160, 50)) as pilot:
+            written_for = app.runner.scenario.router.policy
+            assert "story is written for" not in str(app.chapter.render())
+            await pilot.press("o")
+            line = str(app.chapter.render())
+            assert f"now {app.runner.policy}; the story is written for {written_for}" in line
+
+    asyncio.run(go())

@@ -35,6 +35,13 @@ class GotoScreen(ModalScreen[str | None]):
 
     _done = False
 
+    def on_mount(self) -> None:
+        # A headless app (tests, `kvtui record`) has nobody to blink for, and a blinking cursor
+        # makes its picture depend on when it is taken (Input's blink timer: half a second on,
+        # half off): the snapshot of this screen differed one run in a few.
+        if self.app.is_headless:
+            self.query_one(Input).cursor_blink = False
+
     def on_input_submitted(self, message: Input.Submitted) -> None:
         self._finish(message.value)
 

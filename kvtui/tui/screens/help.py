@@ -8,12 +8,14 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from kvtui.run.journal import HIT_WINDOW
 from kvtui.tui.widgets.block_map import BARS, GLYPH_CACHED, GLYPH_DOWN, GLYPH_FREE, GLYPH_PINNED, GLYPH_USED
 
-PANELS = """\
+PANELS = f"""\
 Block maps   one per node; each cell is a KV block (or, on small screens, a run of k
              blocks: the label then says 1:k). Label: used %, cached-idle %, running /
-             waiting requests, prefix hit rate; ✖ DOWN when the node has failed.
+             waiting requests, prefix hit rate of its last {HIT_WINDOW} completed requests
+             (h; forgotten when it fails); ✖ DOWN when the node has failed.
 Decisions    one line per routing decision: request → node, and the policy's reason.
              Move onto a line (↑↓, or click) to see every candidate with its features and
              score, and the decision explained in words.

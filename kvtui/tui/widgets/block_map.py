@@ -33,6 +33,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from kvtui.run.journal import HIT_WINDOW
 from kvtui.tui.themes import DEFAULT_VARIABLES, OWNER_COLOURS
 
 FREE, CACHED, USED, PINNED, PAD = 0, 1, 2, 3, 4
@@ -492,7 +493,7 @@ class BlockMap(Widget):
             scale = f" 1:{nc.k}" if nc.k > 1 else ""
             tier = f" cpu {round(100 * node.cpu[0] / node.cpu[1])}%" if node.cpu is not None else ""
             options = [
-                f" used {u}% cached {c}%{tier} run {r} wait {w} hit {hs}{scale}",
+                f" used {u}% cached {c}%{tier} run {r} wait {w} hit(last {HIT_WINDOW}) {hs}{scale}",
                 f" u{u}% c{c}%{tier} r{r} w{w} h{hs}{scale}",
                 f" u{u}% c{c}%{tier} r{r} w{w}",
                 f" u{u}% c{c}% r{r} w{w}",

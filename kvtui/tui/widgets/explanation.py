@@ -1,4 +1,8 @@
-"""The teaching panel: what the current event did and why, in words, with the numbers."""
+"""The teaching panel: what the current event did and why, in words, with the numbers.
+
+It has a few lines (four at 80x24): when the text needs more, its title says so and `y` opens
+the whole of it (screens/why.py); the mouse wheel scrolls it in place.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,9 @@ from textual.widgets import Static
 from kvtui.events import Event
 
 
+CUT_HINT = " · cut: y reads it all"
+
+
 class Explanation(Static):
     DEFAULT_CSS = """
     Explanation { height: auto; max-height: 8; overflow-y: auto; }
@@ -15,8 +22,9 @@ class Explanation(Static):
     """
     COMPONENT_CLASSES = {"explanation--title"}
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None):
+    def __init__(self, *, id: str | None = None, classes: str | None = None, cut_hint: str = CUT_HINT):
         super().__init__("", id=id, classes=classes, markup=False)
+        self.cut_hint = cut_hint  # what the title adds when the text does not fit
         self.shown: tuple | None = None
         self.title = ""
         self.body = ""
@@ -43,7 +51,21 @@ class Explanation(Static):
             # Textual raises while a theme change re-parses the stylesheet and the signal
             # reaches this widget first (an upstream ordering, found by the key fuzz test).
             title_style = "bold"
-        return Text.assemble((self.title, title_style), "\n", self.body)
+        title = self.title + (self.cut_hint if self.cut() else "")
+        return Text.assemble((title, title_style), "\n", self.body)
+
+    def cut(self) -> bool:
+        """True when the title and text need more lines than the panel has (the title then
+        says `y` reads it all). Measured as the panel wraps it, less a column for the
+        scrollbar that overflowing text brings."""
+        region = self.content_region
+        if region.width <= 1 or region.height <= 0 or not self.body:
+            return False
+        lines = Text.assemble(self.title + self.cut_hint, "\n", self.body).wrap(self.app.console, region.width - 1)
+        return len(lines) > region.height
+
+    def on_resize(self, _event) -> None:
+        self.update(self._text())
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _t: self.update(self._text()))

@@ -154,7 +154,7 @@ class ChapterLine(Widget):
 
     def tick(self) -> None:
         i, _ = current_chapter(self.runner.scenario.story, self.runner.now)
-        key = (i, self.size.width)
+        key = (i, self.size.width, self.runner.policy)
         if key != self._key:
             self._key = key
             self.refresh()
@@ -168,6 +168,9 @@ class ChapterLine(Widget):
                 text.append(f" story: chapter 1 at {story[0].at:g} s (k goes there)", Style(dim=True))
             return text
         text.append(f" ch {i + 1}/{len(story)} {ch.title}", self.get_component_rich_style("chapter--title"))
+        written_for = self.runner.scenario.router.policy
+        if self.runner.policy != written_for:
+            text.append(f" [now {self.runner.policy}; the story is written for {written_for}]", Style(italic=True))
         if ch.text:
             text.append(": " + " ".join(ch.text.split()))
         return text

@@ -1,0 +1,59 @@
+"""A wheel carries what `kvtui demo` needs: the data-free scenarios and the LICENSE.
+
+The wheel is built from this checkout (`pip wheel`), installed without dependencies into a fresh
+venv, and run from an empty directory; the dependencies come from this venv's site-packages on
+PYTHONPATH (a directory on PYTHONPATH has its .pth files ignored, so the checkout's editable
+install cannot stand in for the wheel).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+                   check=True, capture_output=True)
+    return next(out.glob("kvtui-*.whl"))
+
+
+def test_wheel_ships_data_free_scenarios_and_license(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "kvtui/scenarios/pressure.yaml" in names
+    assert "kvtui/scenarios/crash-recovery.yaml" in names
+    shipped = {n for n in names if n.startswith("kvtui/scenarios/")}
+    assert not any("agentic" in n or "mooncake" in n or "azure" in n for n in shipped)
+    assert any(n.endswith("licenses/LICENSE") for n in names)
+
+
+def test_demo_runs_from_an_empty_directory(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(_site(venv)), str(wheel)], check=True, capture_output=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+    kvtui = [str(venv / "bin" / "python"), "-m", "kvtui"]
+    path = subprocess.run([*kvtui, "demo", "--path"], cwd=empty, env=env, capture_output=True, text=True, check=True)
+    assert path.stdout.strip().startswith(str(_site(venv)))
+    run = subprocess.run([*kvtui, "run", path.stdout.strip(), "--set", "workload.duration_s=5"],
+                         cwd=empty, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "pressure" in run.stdout
+    assert list(empty.iterdir()) == []
+
+
+def _site(venv: Path) -> Path:
+    return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"

@@ -1,0 +1,71 @@
+"""The Why of every event kind pressure.yaml produces is readable in full at 120x40 (and a
+rejection's at 80x24): either the panel holds the whole text, or its title says it is cut and
+`y` opens a screen on which the text's last words can be scrolled into view."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.containers import VerticalScroll
+
+from kvtui.scenario import load_scenario
+from kvtui.tui.app import make_app
+from kvtui.tui.screens.why import WhyScreen
+from kvtui.tui.widgets.explanation import CUT_HINT
+
+PRESSURE = Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"
+KINDS = ("arrived", "routed", "rejected", "scheduled", "stored", "evicted", "preempted", "first_token",
+         "completed", "batch", "node_down", "node_up", "cache_cleared", "pinned", "cp_crash", "cp_recovered")
+
+
+def screen_text(app, region=None) -> str:
+    """What the terminal shows (inside `region` when given), as plain text with whitespace
+    collapsed: the screen composed as App.export_screenshot does, exported as text."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
+                      legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    rows = console.export_text(styles=False).splitlines()
+    if region is not None:
+        rows = [row[region.x:region.right] for row in rows[region.y:region.bottom]]
+    return " ".join(" ".join(rows).split())
+
+
+async def assert_readable(app, pilot, ev) -> None:
+    app.highlight = ev
+    app.refresh_panels(force=True)
+    await pilot.pause()
+    why = app.why
+    assert why.body == app.runner.explain(ev) and why.body, ev.kind
+    tail = " ".join(why.body.split()[-2:])
+    if not why.cut():
+        assert tail in screen_text(app, why.region), (ev.kind, tail)
+        return
+    assert CUT_HINT.strip() in screen_text(app, why.region), ev.kind
+    await pilot.press("y")
+    await pilot.pause()
+    assert isinstance(app.screen, WhyScreen), ev.kind
+    await pilot.press("end")
+    await pilot.pause()
+    assert tail in screen_text(app, app.screen.query_one(VerticalScroll).content_region), (ev.kind, tail)
+    await pilot.press("escape")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size, kinds", [((120, 40), KINDS), ((80, 24), ("rejected",))], ids=["120x40", "80x24"])
+def test_why_of_every_event_kind_is_readable_in_full(size, kinds):
+    async def go():
+        app = make_app(load_scenario(str(PRESSURE), []), fps=0, theme="dark")
+        async with app.run_test(size=size) as pilot:
+            missing = set(kinds)
+            while missing:
+                ev = app.runner.seek(tuple(missing), float("inf"))
+                assert ev, f"pressure.yaml produced no {sorted(missing)}"
+                missing.discard(ev.kind)
+                await assert_readable(app, pilot, ev)
+
+    asyncio.run(go())
