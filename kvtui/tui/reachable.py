@@ -37,5 +37,5 @@ def _pending(runner, ev) -> bool:
     if ev.at != runner.now:
         return ev.at > runner.now
     if ev.action == "node_down":
-        return runner.node_up(ev.node)
+        return runner.node_is_up(ev.node)
     return not runner.control_plane_down

@@ -173,14 +173,15 @@ def test_pressure_first_evictions_chapter_starts_at_the_first_eviction():
     one (a calibration that moves it fails here, not in a classroom)."""
     from pathlib import Path
 
-    from kvtui.scenario import load_scenario
+    from kvtui.events import BlocksEvicted
     from kvtui.run.drive import Drive
+    from kvtui.scenario import load_scenario
 
     scenario = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"), [])
     chapter = next(c for c in scenario.story if "first evictions" in c.title)
     drive = Drive(scenario)
     try:
-        first = drive.seek(("evicted",), float("inf"))
+        first = drive.seek((BlocksEvicted,), float("inf"))
     finally:
         drive.close()
     assert chapter.at <= first.t < chapter.at + 1.0, (chapter.at, first.t)
@@ -227,7 +228,7 @@ def test_escape_cancels_a_jump_and_restores_the_panels():
             await pilot.pause()
             origin, decisions = app.runner.position, list(app.decision_log.items)
             # a clock a second later at each look: every budgeted search step runs 16 events
-            app.runner.drive.clock = itertools.count(0.0, 1.0).__next__
+            app.runner.source.clock = itertools.count(0.0, 1.0).__next__
             await pilot.press("f")
             await pilot.pause(0.2)
             assert app.seeking == "failure" and app.runner.position > origin

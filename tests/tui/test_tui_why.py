@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 from textual.containers import VerticalScroll
 
+from kvtui.events import Event
 from kvtui.scenario import load_scenario
 from kvtui.tui.app import make_app
 from kvtui.tui.screens.why import WhyScreen
@@ -20,6 +21,9 @@ from kvtui.tui.widgets.explanation import CUT_HINT
 PRESSURE = Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"
 KINDS = ("arrived", "routed", "rejected", "scheduled", "stored", "evicted", "preempted", "first_token",
          "completed", "batch", "node_down", "node_up", "cache_cleared", "pinned", "cp_crash", "cp_recovered")
+
+
+CLASS_OF = {cls.kind: cls for cls in Event.__subclasses__()}
 
 
 def screen_text(app, region=None) -> str:
@@ -63,7 +67,7 @@ def test_why_of_every_event_kind_is_readable_in_full(size, kinds):
         async with app.run_test(size=size) as pilot:
             missing = set(kinds)
             while missing:
-                ev = app.runner.seek(tuple(missing), float("inf"))
+                ev = app.runner.seek(tuple(CLASS_OF[k] for k in missing), float("inf"))
                 assert ev, f"pressure.yaml produced no {sorted(missing)}"
                 missing.discard(ev.kind)
                 await assert_readable(app, pilot, ev)
