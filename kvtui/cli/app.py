@@ -48,7 +48,11 @@ def main(argv: list[str]) -> int:
 
 
 def stdin_is_terminal() -> bool:
-    """Without a terminal on stdin no key ever arrives and the app would wait forever (issue 25)."""
+    """Without a terminal on stdin no key ever arrives and the app would wait forever (issue 25).
+    Under `kvtui serve`, textual-serve starts the app with Textual's web driver, whose keys come
+    over a pipe on stdin by design (textual_serve/app_service.py sets TEXTUAL_DRIVER)."""
+    if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
+        return True
     try:
         return os.isatty(sys.stdin.fileno())
     except (AttributeError, OSError, ValueError):  # closed, or replaced by an object without a descriptor

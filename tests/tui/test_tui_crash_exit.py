@@ -62,3 +62,12 @@ def test_without_a_terminal_on_stdin_the_app_says_so_and_exits_2(capsys, monkeyp
     assert main([str(SCENARIO)]) == 2
     err = capsys.readouterr().err
     assert "needs a terminal, and stdin is not one" in err and len(err.strip().splitlines()) == 1
+
+
+def test_under_kvtui_serve_the_web_driver_reads_keys_from_a_pipe(monkeypatch, tmp_path):
+    """textual-serve runs the app with Textual's web driver, keys on a pipe: not a missing terminal."""
+    monkeypatch.setattr("sys.stdin", open(tmp_path / "keys", "w+"))
+    monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+    assert not cli_app.stdin_is_terminal()
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+    assert cli_app.stdin_is_terminal()
