@@ -19,7 +19,6 @@ from collections import deque
 from functools import partial
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
@@ -494,7 +493,7 @@ class KvtuiApp(App[None]):
         self._after_command()
 
     def action_life(self) -> None:
-        from kvtui.tui.screens.life import LifeScreen, request_of
+        from kvtui.tui.screens.life import request_of
 
         ev, _ = self.displayed_event()
         req = request_of(ev)
