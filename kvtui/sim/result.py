@@ -1,4 +1,4 @@
-"""The result document of one run (DESIGN.md section 5, a contract for scripts and notebooks).
+"""The result document of one run (../shared/DESIGN.md section 5, a contract for scripts and notebooks).
 
 Schema version 2 (this file) added, over version 1: `requests.shed`, `requests.success_rate`,
 `requests.rejected_reasons`, `latency_ms.itl`, the `slo` object, and `routing` (the router's own
