@@ -2,7 +2,7 @@
 
 Matched against kubernetes-sigs/inference-perf, `inference_perf/datagen/synthetic/
 shared_prefix_datagen.py` (`SharedPrefixDataGenerator`, at commit 1d47227) and
-`inference_perf/apis/user_session.py` (at commit 8f350f5: `LocalUserSession`,
+`inference_perf/apis/user_session.py` (at commit 0a30a83: `LocalUserSession`,
 `UserSessionCompletionAPIData`), the generator the predicted-latency blog (llm-d, seed 002) used for its workloads A-D. What kvtui does the same way:
 
 - `num_groups` system prompts; `num_prompts_per_group` prompts (users) per group, each its
