@@ -76,8 +76,15 @@ class Block:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
 
     @property
+    def words(self) -> list[str]:
+        try:
+            return shlex.split(self.spec)
+        except ValueError as e:  # an unclosed quote
+            raise GenerateError(f"{self.where}: cannot read `{self.spec}`: {e}") from None
+
+    @property
     def quick(self) -> bool:
-        return is_quick(shlex.split(self.spec))
+        return is_quick(self.words)
 
 
 def is_quick(words: list[str]) -> bool:
@@ -113,7 +120,9 @@ class Maker:
         return self.made[block.spec]
 
     def _run(self, block: Block) -> str:
-        words = shlex.split(block.spec)
+        words = block.words
+        if not words:
+            raise GenerateError(f"{block.where}: an empty spec: say what makes this block")
         named = NAMED.get(words[0])
         if named is not None:
             return named(self, block, words[1:])
@@ -280,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     speed.add_argument("--quick", action="store_const", const="quick", dest="speed", default="all")
     speed.add_argument("--slow", action="store_const", const="slow", dest="speed")
     args = p.parse_args(argv)
-    if args.list:
-        return list_blocks()
     with tempfile.TemporaryDirectory(prefix="kvtui-docs-") as scratch:
         try:
+            if args.list:
+                return list_blocks()
             return (write if args.write else check)(Maker(Path(scratch)), args.speed)
         except GenerateError as e:
             print(e, file=sys.stderr)
