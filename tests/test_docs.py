@@ -68,6 +68,14 @@ def test_a_failing_block_names_its_file_and_line(tmp_path):
         generate.rewritten(doc, text, generate.Maker(tmp_path), "all")
 
 
+@pytest.mark.parametrize("spec", ['kvtui run "x', " "])
+def test_a_spec_that_cannot_be_read_names_its_file_and_line(tmp_path, spec):
+    doc = generate.ROOT / "docs" / "x.md"
+    text = f"# x\n<!-- generated: {spec} -->\n<!-- /generated -->\n"
+    with pytest.raises(generate.GenerateError, match=r"^docs/x\.md:2: "):
+        generate.rewritten(doc, text, generate.Maker(tmp_path), "all")
+
+
 def test_the_readme_is_a_front_door():
     assert len((ROOT / "README.md").read_bytes()) <= 12_000
 
