@@ -23,6 +23,9 @@ and SPEC says how to make it:
 - `file PATH` shows a file of the repository, fenced (a scenario a page walks through).
 - `seed-table` is the seed project's latency table beside kvtui's runs of the same scenarios.
 - `result-shape SCENARIO` is the result document of one run as keys and value types.
+- `svg PATH CAPTION kvtui ARGS` draws a chart (`ARGS` plus `--out FILE.svg`, e.g. `kvtui plot`)
+  into the repository file PATH, and the block is its image link: `--write` writes the file,
+  `--check` compares it byte for byte as it compares the text.
 - Anything else is a shell command run at the repository root, with this Python's scripts
   first on PATH (`python`, `kvtui`); its stdout is the block, verbatim (markdown, e.g. a study
   that prints its tables).
@@ -91,6 +94,8 @@ def is_quick(words: list[str]) -> bool:
     """Quick enough for the default test run (see the module docstring)."""
     if words[:1] in (["file"], ["seed-table"], ["result-shape"]):
         return True
+    if words[:1] == ["svg"]:
+        return is_quick(words[3:])
     if words[:1] != ["kvtui"] or words[1:2] and words[1] not in QUICK_COMMANDS:
         return False
     scenarios = [w for w in words if w.endswith(".yaml")]
@@ -111,6 +116,7 @@ class Maker:
     def __init__(self, scratch: Path) -> None:
         self.scratch = scratch
         self.made: dict[str, str] = {}
+        self.drawn: dict[str, tuple[Path, bytes]] = {}  # spec -> the repository file it draws
         for name in SHARED:
             (scratch / name).symlink_to(ROOT / name)
 
@@ -148,6 +154,16 @@ class Maker:
         out = self.scratch / "result.json"
         self.shell(block, [sys.executable, "-m", "kvtui", "run", scenario, "--json", str(out)], self.scratch)
         return json.loads(out.read_text())
+
+
+def draw_svg(maker: Maker, block: Block, args: list[str]) -> str:
+    if len(args) < 3 or args[2] != "kvtui" or not args[0].endswith(".svg"):
+        raise GenerateError(f"{block.where}: `svg` wants PATH.svg CAPTION kvtui ARGS, got {args}")
+    out = maker.scratch / f"drawn-{len(maker.drawn)}.svg"
+    maker.shell(block, [sys.executable, "-m", "kvtui", *args[3:], "--out", str(out)], maker.scratch)
+    maker.drawn[block.spec] = (ROOT / args[0], out.read_bytes())
+    link = os.path.relpath(ROOT / args[0], block.path.parent)
+    return f"![{args[1]}]({link})\n"
 
 
 def fenced(text: str, lang: str) -> str:
@@ -218,6 +234,7 @@ NAMED: dict[str, Callable[[Maker, Block, list[str]], str]] = {
     "file": show_file,
     "seed-table": seed_table,
     "result-shape": result_shape,
+    "svg": draw_svg,
 }
 
 
@@ -237,7 +254,13 @@ def stale(path: Path, text: str, maker: Maker, speed: str = "all") -> list[tuple
         if made != block.body:
             diff = difflib.unified_diff(block.body.splitlines(), made.splitlines(), "doc", "run", lineterm="")
             found.append((block, "\n".join(diff)))
+        elif block.spec in maker.drawn and not _drawn_matches(*maker.drawn[block.spec]):
+            found.append((block, f"{maker.drawn[block.spec][0].relative_to(ROOT)} is not what the run draws"))
     return found
+
+
+def _drawn_matches(path: Path, data: bytes) -> bool:
+    return path.is_file() and path.read_bytes() == data
 
 
 def rewritten(path: Path, text: str, maker: Maker, speed: str = "all") -> str:
@@ -269,6 +292,10 @@ def write(maker: Maker, speed: str) -> int:
         if new != text:
             path.write_text(new)
             print(f"rewrote {path.relative_to(ROOT)}")
+    for drawn, data in maker.drawn.values():
+        if not _drawn_matches(drawn, data):
+            drawn.write_bytes(data)
+            print(f"drew {drawn.relative_to(ROOT)}")
     return 0
 
 

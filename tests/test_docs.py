@@ -68,6 +68,21 @@ def test_a_failing_block_names_its_file_and_line(tmp_path):
         generate.rewritten(doc, text, generate.Maker(tmp_path), "all")
 
 
+def test_a_drawn_chart_is_checked_byte_for_byte(tmp_path):
+    """An `svg` block's text is its image link; the file it draws is compared too (here it is
+    missing from the repository, so the block is stale although its link is right)."""
+    doc = generate.ROOT / "docs" / "x.md"
+    sweep = "kvtui sweep docs/first-scenario.yaml --grid workload.arrival.rate=1,2 --out r.jsonl"
+    chart = 'svg screenshots/no-such-chart.svg "a chart" kvtui plot r.jsonl --x rate --y ttft.p95'
+    text = f"<!-- generated: {sweep} -->\n<!-- /generated -->\n<!-- generated: {chart} -->\n<!-- /generated -->\n"
+    maker = generate.Maker(tmp_path)
+    made = generate.rewritten(doc, text, maker, "all")
+    assert "![a chart](../screenshots/no-such-chart.svg)\n<!-- /generated -->" in made
+    assert b"<svg" in maker.drawn[chart][1]
+    stale = generate.stale(doc, made, maker, "all")
+    assert [(b.spec, why) for b, why in stale] == [(chart, "screenshots/no-such-chart.svg is not what the run draws")]
+
+
 @pytest.mark.parametrize("spec", ['kvtui run "x', " "])
 def test_a_spec_that_cannot_be_read_names_its_file_and_line(tmp_path, spec):
     doc = generate.ROOT / "docs" / "x.md"
