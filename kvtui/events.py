@@ -8,7 +8,7 @@ which made building an event ~4x slower, and the engine builds ~20-40 of them pe
 app and the headless reports all consume the same stream, so nothing is computed twice.
 
 The KV events (`BlocksStored`, `BlocksEvicted`, `NodeCacheCleared`) mirror vLLM's KV event
-stream (vllm/distributed/kv_events.py: BlockStored with block_hashes + parent_block_hash,
+stream (vllm/distributed/kv_events.py at vllm-project/vllm@0181ea3: BlockStored with block_hashes + parent_block_hash,
 BlockRemoved, AllBlocksCleared), which is what llm-d's KV-cache indexer and Dynamo's KV router
 subscribe to in order to know which node holds which blocks.
 

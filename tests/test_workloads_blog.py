@@ -12,7 +12,7 @@ import pytest
 import simpy
 
 from kvtui.scenario import load_scenario
-from kvtui.scenario.model import SLO, Arrival, PrefixGroup, SharedPrefix, Trace, Workload, fixed
+from kvtui.scenario.model import SLO, Arrival, PrefixGroup, SharedPrefix, Trace, Workload
 from kvtui.sim.engine import Simulation
 from kvtui.sim.request import Request
 from kvtui.sim.workload import SharedPrefixWorkload, SyntheticWorkload

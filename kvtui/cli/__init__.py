@@ -1,4 +1,4 @@
-"""The `kvtui` command line (a contract: DESIGN.md section 5).
+"""The `kvtui` command line (a contract: ../shared/DESIGN.md section 5).
 
 One module per command; `COMMANDS` names each with the function that runs it and the line the
 top-level help shows, so adding a command is one file and one entry here.

@@ -1,4 +1,4 @@
-"""The result document of one run (DESIGN.md section 5, a contract for scripts and notebooks).
+"""The result document of one run (../shared/DESIGN.md section 5, a contract for scripts and notebooks).
 
 Schema version 3 (this file) added `requests.turns_cut`: the turns of sessions (synthetic groups,
 weka conversations) never sent because an earlier turn of theirs was rejected or failed, so a

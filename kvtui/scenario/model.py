@@ -367,7 +367,7 @@ class DynamoConfig:
 
 @dataclass(frozen=True)
 class SGLangConfig:
-    """sglang_cache_aware: SGLang model gateway's cache-aware policy (defaults: its CLI's, main.rs)."""
+    """sglang_cache_aware: SGLang model gateway's cache-aware policy (defaults: its CLI's; sources in kvtui.sim.router.sglang)."""
 
     balance_abs_threshold: int = field(default=64, metadata=doc("imbalanced when max-min load exceeds this", min=0, max=1_000_000_000))
     balance_rel_threshold: float = field(default=1.5, metadata=doc("... and max load exceeds this x min load", min=1, max=1e6))

@@ -19,7 +19,7 @@ Here the composer measures while it builds, before any of that can happen:
 A merge key (`<<: *base`) is an alias like any other, so merges are bounded by the same
 measure. Bounds are far above any real scenario (the shipped ones: < 5 kB, depth < 10, < 2,000
 nodes expanded) and low enough that the loader's walk of the expanded tree takes well under a
-second. The rule the limits follow is PyYAML's own composer (`yaml/composer.py`:
+second. The rule the limits follow is PyYAML's own composer (6.0.4, `yaml/composer.py`:
 `compose_node` resolves an alias to the anchored node itself, shared, not a copy), which is why
 the expansion has to be counted rather than observed.
 """

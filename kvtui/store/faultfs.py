@@ -73,7 +73,7 @@ class FaultFS(RealFS):
         """Everything already on disk under `top` counts as durable."""
         if not os.path.isdir(top):
             return
-        for dirpath, dirnames, filenames in os.walk(top):
+        for dirpath, _dirnames, filenames in os.walk(top):
             self._dirs.add(dirpath)
             self._ddirs.add(dirpath)
             for fn in filenames:

@@ -171,7 +171,7 @@ class RealFS:
 
 
 def lock_holder(path: str) -> str:
-    """Which process holds the lock at `path`, as words: `process 1234 (kvtui run x.yaml)`.
+    """Which process holds the lock at `path`, as words: `process 1234 (kvtui run scenarios/pressure.yaml)`.
 
     The holder writes its pid into the lock file once it has the flock (`RealFS.lock`); the
     command line comes from /proc where there is one. Best effort: "another process" if the

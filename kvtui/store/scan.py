@@ -361,7 +361,7 @@ def _classify_tail(fs: RealFS, sc: Scan, fsync: str | None = None) -> None:
     unless, under `fsync: always`, the frame is whole (`_whole_frame`): then it was written
     in full and fsynced before the next could begin, so it was acknowledged, and a checksum
     failure in it is corruption. etcd's WAL draws the same line: `server/storage/wal/decoder.go`
-    calls a CRC failure of the last record a torn write (io.ErrUnexpectedEOF) only when
+    (etcd-io/etcd@06b0e6a) calls a CRC failure of the last record a torn write (io.ErrUnexpectedEOF) only when
     `isTornEntry` finds a sector-aligned chunk of it that is all zeros, never written; any
     other CRC failure is an error."""
     damage = sc.report.damage

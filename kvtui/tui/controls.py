@@ -1,7 +1,7 @@
 """Every control of the app, listed once: the key bindings, the help screen and the command
 palette are all built from `CONTROLS`, so they cannot drift apart.
 
-Modelled on harlequin's actions registry (src/harlequin/actions.py: one `Action` record per
+Modelled on harlequin's actions registry (tconbeer/harlequin@0f74713 src/harlequin/actions.py: one `Action` record per
 command, holding its keys, its description and the function it runs, from which both the key
 map and the palette are made); written afresh here for Textual bindings.
 """

@@ -5,7 +5,7 @@ by typing fast (or a key-repeat):
 
 - `ctrl+p` then PageDown at once: `OptionList.action_page_down` pages over the option list's
   line cache before the list has been laid out, and raises `KeyError`
-  (textual/widgets/_option_list.py `_move_page`; reported against Textual as
+  (textual/widgets/_option_list.py `_move_page` in Textual 8.2.8; reported against Textual as
   kagan-sh/kagan-legacy#31 "KeyError crash in action_page OptionsList", and the early return
   of `_update_lines` on a zero-height list is Textualize/textual#5794). Here a key the list
   cannot take yet is dropped: the next one works.

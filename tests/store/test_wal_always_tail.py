@@ -17,7 +17,7 @@ import pytest
 
 from kvtui.store import MetadataStore
 from kvtui.store import segment as sg
-from storetest_support import History, build_log, clone, flip_bit, frame_offsets, segments
+from storetest_support import History, build_log, flip_bit, frame_offsets, segments
 
 
 def make_log(path, policy: str):

@@ -151,7 +151,7 @@ def test_random_bit_flips_are_always_reported(tmp_path):
     rng = random.Random(11)
     d, h = make_log(tmp_path / "base", frames=60, segment_bytes=4096, snapshot_at=(20, 40))
     names = segments(d) + snapshots(d) + [sg.CURRENT]
-    for trial in range(60 * SCALE):
+    for _trial in range(60 * SCALE):
         w = clone(d, str(tmp_path / "w"))
         name = rng.choice(names)
         p = os.path.join(w, name)

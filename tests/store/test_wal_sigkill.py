@@ -58,7 +58,7 @@ def test_sigkill_writer_at_random_moments(tmp_path):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=HERE)
         lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(x.rstrip("\n") for x in proc.stdout))
+        reader = threading.Thread(target=lambda: lines.extend(x.rstrip("\n") for x in proc.stdout))  # noqa: B023 (joined in this pass)
         reader.start()
         if not last:
             early = rng.random() < 0.2  # sometimes during start-up / recovery, before OPEN

@@ -184,7 +184,7 @@ def test_snapshots_bound_recovery_and_disk_whatever_the_history(tmp_path):
     s = MetadataStore.open(tmp_path / "w", snapshot_every=500, segment_bytes=1 << 16)
     model = Model()
     replayed = []
-    for round_ in range(6):
+    for _round in range(6):
         for _ in range(1500):
             op = random_op(rng, model, keyspace=200)
             model.apply(op)

@@ -1,9 +1,9 @@
 """inference-perf's shared-prefix workload: system prompts shared by groups of users.
 
 Matched against kubernetes-sigs/inference-perf, `inference_perf/datagen/synthetic/
-shared_prefix_datagen.py` (`SharedPrefixDataGenerator`) and `inference_perf/apis/user_session.py`
-(`LocalUserSession`, `UserSessionCompletionAPIData`), the generator the predicted-latency blog
-(llm-d, seed 002) used for its workloads A-D. What kvtui does the same way:
+shared_prefix_datagen.py` (`SharedPrefixDataGenerator`, at commit 1d47227) and
+`inference_perf/apis/user_session.py` (at commit 0a30a83: `LocalUserSession`,
+`UserSessionCompletionAPIData`), the generator the predicted-latency blog (llm-d, seed 002) used for its workloads A-D. What kvtui does the same way:
 
 - `num_groups` system prompts; `num_prompts_per_group` prompts (users) per group, each its
   group's system prompt followed by its own question, composed at token level (inference-perf

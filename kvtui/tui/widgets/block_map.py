@@ -386,7 +386,7 @@ class BlockMap(Widget):
             state = np.concatenate([state, np.full(pad, PAD, dtype=np.int8)])
             owner = np.concatenate([owner, np.zeros(pad, dtype=np.int64)])
         S = state.reshape(m, k)
-        O = owner.reshape(m, k)
+        owners = owner.reshape(m, k)
         free = np.count_nonzero(S == FREE, axis=1)
         cached = np.count_nonzero(S == CACHED, axis=1)
         used = np.count_nonzero(S == USED, axis=1)
@@ -396,7 +396,7 @@ class BlockMap(Widget):
         # majority owner: blocks in use weigh 2, cached ones 1, free ones 0
         weight = np.where(S >= USED, 2, np.where(S == CACHED, 1, 0))
         weight = np.where(S == PAD, 0, weight)
-        idx = (np.arange(m)[:, None] * OWNER_COLOURS + O).ravel()
+        idx = (np.arange(m)[:, None] * OWNER_COLOURS + owners).ravel()
         tally = np.bincount(idx, weights=weight.ravel(), minlength=m * OWNER_COLOURS).reshape(m, OWNER_COLOURS)
         slot = tally.argmax(axis=1).astype(np.int64)
 

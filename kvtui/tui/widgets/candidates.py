@@ -66,8 +66,8 @@ def fit_table(ev: RouteDecided, width: int) -> tuple[list[str], list[str], list]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
         def fmt(row: list[str]) -> str:
-            cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in range(1, len(row) - 1)]
-            return (" " * gap).join(cells) + " " * gap + row[-1]
+            cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in range(1, len(row) - 1)]  # noqa: B023
+            return (" " * gap).join(cells) + " " * gap + row[-1]  # noqa: B023 (used in this pass)
 
         lines = [fmt(r) for r in rows]
         head = fmt(header)

@@ -114,10 +114,10 @@ class Timeline(Widget):
         now_col = min(width - 1, int(self.runner.now / span * (width - 1)))
         wanted = [(now_col, "●")]
         kinds = {}
-        for t, glyph, kind in sorted(self.marks(), key=lambda m: (m[2] != "chapter", m[0])):
+        for t, glyph, _kind in sorted(self.marks(), key=lambda m: (m[2] != "chapter", m[0])):
             wanted.append((int(t / span * (width - 1)), glyph))
         placed = place(wanted, width)
-        for t, glyph, kind in self.marks():
+        for _t, glyph, kind in self.marks():
             kinds[glyph] = kind
         text = Text(no_wrap=True, overflow="crop")
         for col in range(width):
