@@ -14,7 +14,7 @@ Everything is reported as a ratio against a baseline measured in the same run on
   whole screen, each against the frame period (1 / FPS).
 - key latency: while playing at full speed, press a key that changes the screen (next node)
   and wait until it has been handled and drawn; reported against the 100 ms target.
-- memory (`--memory`, issue 25): the app's Runner plays the whole scenario (building
+- memory (`--memory`, issue 25): the app's Run plays the whole scenario (building
   checkpoints between chunks, as the app does while idle), then steps back `--back` events;
   reported: resident memory against the checkpoint byte budget (kvtui/sim/checkpoint_budget.py),
   checkpoints kept and dropped for memory, and the wall time per step back. The Textual modules
@@ -142,8 +142,10 @@ def bench_memory(scenario, back: int) -> None:
     from kvtui.run.checkpoint_budget import process_memory
 
     mb = 2**20
-    runner = Runner(scenario)
-    budget = runner.drive.budget
+    from kvtui.run import Run
+
+    runner = Run(scenario)
+    budget = runner.source.budget
     print(f"\nmemory: budget {budget.limit_bytes / mb:.0f} MB resident; at start {process_memory() / mb:.0f} MB")
     t0 = time.perf_counter()
     while not runner.ended:
@@ -151,7 +153,7 @@ def bench_memory(scenario, back: int) -> None:
         runner.maintain(0.05)
     played = time.perf_counter() - t0
     print(f"  full play: {runner.position:,} events in {played:.1f} s; {process_memory() / mb:.0f} MB, "
-          f"{len(runner.drive.checkpoints)} checkpoints")
+          f"{len(runner.source.checkpoints)} checkpoints")
     t0 = time.perf_counter()
     for _ in range(back):
         runner.back()
@@ -159,7 +161,7 @@ def bench_memory(scenario, back: int) -> None:
     stepped = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"  {back} steps back to event {runner.position:,}: {stepped / max(1, back):.2f} s each; "
-          f"{process_memory() / mb:.0f} MB now, {peak:.0f} MB peak; {len(runner.drive.checkpoints)} checkpoints "
+          f"{process_memory() / mb:.0f} MB now, {peak:.0f} MB peak; {len(runner.source.checkpoints)} checkpoints "
           f"kept, {budget.dropped} dropped for memory")
 
 

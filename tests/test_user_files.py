@@ -104,7 +104,7 @@ def special_files(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_plot_and_sweep_refuse_special_files_unread(tmp_path, scenario):
-    for name, path in special_files(tmp_path).items():
+    for path in special_files(tmp_path).values():
         refused(["plot", path, "--x", "seed", "--y", "ttft"], "not a regular file")
         refused(["sweep", scenario, "--out", path, "--workers", "1"], "not a regular file")
 

@@ -53,15 +53,16 @@ def _gpu_tier(node) -> TierView:
     return TierView("gpu", n, _readonly(state), owner, used, cached_idle)
 
 
-def node_version(node, hits: tuple[int, int] | None = None) -> tuple:
+def node_version(node, hits: tuple[int, int, int] | None = None) -> tuple:
     """A cheap key that changes whenever the node's view would (views are cached on it)."""
     pool, cpu = node.pool, node.kv.cpu
     held = len(cpu) if cpu is not None else -1
     return (id(pool.ref), pool.version, node.up, len(node.running), len(node.waiting), hits, held)
 
 
-def node_view(node, hits: tuple[int, int] | None = None) -> NodeView:
-    """The one place a node's view is built (a new tier is added here)."""
+def node_view(node, hits: tuple[int, int, int] | None = None) -> NodeView:
+    """The one place a node's view is built (a new tier is added here). `hits`: (hits, requests)
+    over the recent window, then all completed requests (run/journal.py)."""
     hit_rate = hits[0] / hits[1] if hits and hits[1] else None
     return NodeView(
         name=node.name,

@@ -245,7 +245,7 @@ def test_a_constructed_cpu_tier_case_picks_as_dynamo_does():
     worker 1 holds 7 blocks in GPU memory. Crediting the CPU tier fully (kvtui before 1.6.1's
     weights) prefers worker 0; Dynamo credits it 2 + 0.75 x 6 = 6.5 blocks against 7 and picks 1."""
     peer = require("dynamo")
-    side, index, mirror = DynamoSide(peer), KVIndex(), Mirror()
+    side, index = DynamoSide(peer), KVIndex()
     blocks = (1, 2, 3, 4, 0, 1, 2, 3)
     keys = [block_hash(blocks[: i + 1]) for i in range(len(blocks))]
     held = [(0, "gpu", 0, 2), (0, "cpu", 0, 8), (1, "gpu", 0, 7)]
