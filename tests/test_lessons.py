@@ -190,13 +190,12 @@ def test_control_plane_crash_recovers_the_same_digest_and_serving_goes_on():
 
 # ----------------------------------------------------------------------------- the whole run
 def test_a_load_aware_cache_router_wins_the_run():
-    """Cache locality weighed against load beats either alone: load_prefix completes more and
-    has a better TTFT p95 than cache-only (cache_aware) and load-only (least_loaded, round_robin)
-    routing, and hits the cache more than the load-only ones."""
+    """Chapter 4's closing lesson, on the whole run: cache locality weighed against load beats
+    either alone. load_prefix's TTFT p95 is better than cache-only (cache_aware) and load-only
+    (least_loaded, round_robin) routing's, and it hits the cache more than the load-only ones.
+    (Not "completes more": at seed 7 it does, but across seeds 1-8 that holds only at 7.)"""
     best = run("load_prefix")
     for other in ("cache_aware", "least_loaded", "round_robin"):
-        o = run(other)
-        assert len(best.completed) > len(o.completed), other
-        assert ttft_p95(best.completed) < ttft_p95(o.completed), other
+        assert ttft_p95(best.completed) < ttft_p95(run(other).completed), other
     for load_only in ("least_loaded", "round_robin"):
         assert token_hit_rate(best.completed) > token_hit_rate(run(load_only).completed), load_only
