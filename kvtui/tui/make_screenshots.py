@@ -12,7 +12,8 @@ jumping to events (not by step counts), so they survive small changes of the wor
   06-help              the help screen
   07-crash-recovery    scenarios/crash-recovery.yaml: the control plane replayed its WAL
   08-small-terminal    80x24, after the node failure
-  09-split-screen      `--policy cache_aware --vs least_loaded` at t=55 s, side by side
+  09-split-screen      `--policy cache_aware --vs load_prefix` at t=44.5 s (end of "load rises,
+                       first evictions"): cache_aware piles chat onto one node, load_prefix spreads it
 """
 
 from __future__ import annotations
@@ -74,12 +75,12 @@ async def _split_screen(scenario, theme: str) -> str:
     from kvtui.tui.compare import make_compare_app
     from kvtui.tui.record import _stable_svg
 
-    app = make_compare_app(scenario, "least_loaded", policy="cache_aware", theme=theme, fps=0)
+    app = make_compare_app(scenario, "load_prefix", policy="cache_aware", theme=theme, fps=0)
     async with app.run_test(size=SIZE) as pilot:
-        app.lockstep.advance(55.0, budget_s=float("inf"))
+        app.lockstep.advance(44.5, budget_s=float("inf"))
         app.refresh_panels()
         await pilot.pause()
-        svg = app.export_screenshot(title=f"kvtui {scenario.name} --policy cache_aware --vs least_loaded")
+        svg = app.export_screenshot(title=f"kvtui {scenario.name} --policy cache_aware --vs load_prefix")
     return _stable_svg(svg)
 
 

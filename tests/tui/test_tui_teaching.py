@@ -168,23 +168,6 @@ def test_split_screen_runs_in_lockstep(scenario):
     run(go())
 
 
-def test_pressure_first_evictions_chapter_starts_at_the_first_eviction():
-    """The chapter that announces the first evictions starts at most a second before the first
-    one (a calibration that moves it fails here, not in a classroom)."""
-    from pathlib import Path
-
-    from kvtui.events import BlocksEvicted
-    from kvtui.run.drive import Drive
-    from kvtui.scenario import load_scenario
-
-    scenario = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"), [])
-    chapter = next(c for c in scenario.story if "first evictions" in c.title)
-    drive = Drive(scenario)
-    try:
-        first = drive.seek((BlocksEvicted,), float("inf"))
-    finally:
-        drive.close()
-    assert chapter.at <= first.t < chapter.at + 1.0, (chapter.at, first.t)
 
 
 def test_a_jump_to_what_cannot_happen_says_so_at_once(make):
