@@ -6,8 +6,11 @@
         replay: tcp://10.0.0.5:5558        # its ROUTER replay endpoint (optional)
         metrics: http://10.0.0.5:8000/metrics
         api: http://10.0.0.5:8000
+        data_parallel_size: 2              # one subscriber per DP rank (optional, default 1)
 
-Only `name` and `kv_events` are required. It is read with the scenario loader's bounded YAML
+Only `name` and `kv_events` are required. With data parallelism every rank publishes on its own
+port, the base port plus the rank (vLLM 0.33.0 `ZmqEventPublisher.offset_endpoint_port`), so
+the file names the base ports and kvtui subscribes to `NAME/dpR` for each rank R. It is read with the scenario loader's bounded YAML
 (kvtui/scenario/safe_yaml.py) and every problem is reported as `file:line: message`.
 """
 
@@ -22,7 +25,7 @@ import yaml
 from kvtui.errors import InputError
 from kvtui.scenario.loader import _line_of, _read_yaml
 
-FIELDS = ("name", "kv_events", "replay", "metrics", "api")
+FIELDS = ("name", "kv_events", "replay", "metrics", "api", "data_parallel_size")
 REQUIRED = ("name", "kv_events")
 _ENDPOINT = re.compile(r"^(tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.*-]+):\d{1,5}|ipc://.+)$")
 
@@ -34,6 +37,20 @@ class Engine:
     replay: str | None = None
     metrics: str | None = None
     api: str | None = None
+    data_parallel_size: int = 1
+
+    def ranks(self) -> list["Engine"]:
+        """One engine per data-parallel rank, its ports offset by the rank (itself when 1)."""
+        if self.data_parallel_size == 1:
+            return [self]
+        return [Engine(f"{self.name}/dp{r}", _offset(self.kv_events, r),
+                       self.replay and _offset(self.replay, r), self.metrics, self.api)
+                for r in range(self.data_parallel_size)]
+
+
+def _offset(endpoint: str, rank: int) -> str:
+    base, _, port = endpoint.rpartition(":")
+    return f"{base}:{int(port) + rank}"
 
 
 def load_engines(path: str) -> list[Engine]:
@@ -90,7 +107,21 @@ def _engine(node: yaml.Node, file: str, problems: list) -> Engine | None:
             problems.append((file, _line_of(node), f"`{name}` {fields[name]!r} is not a ZMQ endpoint "
                              "(tcp://HOST:PORT or ipc://PATH)"))
             ok = False
+    ok = _check_ranks(fields, node, file, problems) and ok
     return Engine(**fields) if ok else None
+
+
+def _check_ranks(fields: dict, node: yaml.Node, file: str, problems: list) -> bool:
+    """`data_parallel_size`: an integer 1..256, and only over tcp endpoints (ports to offset)."""
+    raw = fields.pop("data_parallel_size", "1")
+    if not raw.isdigit() or not 1 <= int(raw) <= 256:
+        problems.append((file, _line_of(node), f"`data_parallel_size` {raw!r} must be an integer from 1 to 256"))
+        return False
+    fields["data_parallel_size"] = int(raw)
+    if int(raw) > 1 and not fields.get("kv_events", "tcp://").startswith("tcp://"):
+        problems.append((file, _line_of(node), "`data_parallel_size` above 1 needs tcp:// endpoints (one port per rank)"))
+        return False
+    return True
 
 
 def _check_unique(engines: list[Engine], nodes: list, file: str, problems: list) -> None:

@@ -25,10 +25,11 @@ class LiveSession:
                  clock: Callable[[], float] = time.time, replay_timeout: float = 2.0):
         self.ctx = zmq.Context()
         self.state, self.recorder = LiveState(), recorder
+        ranks = [rank for e in engines for rank in e.ranks()]
         self.subscribers = [
             Subscriber(self.ctx, e.name, e.kv_events, e.replay, self.deliver, clock, replay_timeout)
-            for e in engines]
-        for e in engines:
+            for e in ranks]
+        for e in ranks:
             self.deliver(Watching(e.name, clock()))
         self.poller = zmq.Poller()
         for s in self.subscribers:

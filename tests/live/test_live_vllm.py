@@ -261,3 +261,26 @@ def test_the_live_and_replay_commands_print_the_same_lines(new, tmp_path, capsys
     assert live_out.splitlines()[1].startswith("silent: stored 0 removed 0 ")
     assert cli_main(["replay", directory, "--no-ui"]) == 0
     assert capsys.readouterr().out == live_out
+
+
+def test_one_subscriber_per_data_parallel_rank(new):
+    ports = (vp.free_port(), vp.free_port())
+    pubs = [vp.Publisher(new.kv_events, rank=r, ports=ports) for r in range(2)]
+    engine = Engine("dp", f"tcp://127.0.0.1:{ports[0]}", f"tcp://127.0.0.1:{ports[1]}", data_parallel_size=2)
+    session = LiveSession([engine])
+    try:
+        settle()
+        for rank, pub in enumerate(pubs):
+            source = vp.PoolSource(new, POOL_BLOCKS)
+            for tokens in prompts(10 + rank, 10 + 5 * rank):
+                pub.publish(source.run(tokens))
+        deadline = time.monotonic() + 10
+        while any(s.expected < p.sent for s, p in zip(session.subscribers, pubs)) and time.monotonic() < deadline:
+            session.poll(0.05)
+    finally:
+        session.close()
+        for pub in pubs:
+            pub.close()
+    for rank, pub in enumerate(pubs):
+        counts = session.state.counts[f"dp/dp{rank}"]
+        assert (counts.stored, counts.removed, counts.batches) == (*pub.published.totals(), pub.sent)

@@ -110,12 +110,15 @@ class PoolSource:
 class Publisher:
     """One engine's real ZmqEventPublisher (0.33.0 or 0.11.0) on free loopback ports."""
 
-    def __init__(self, kv_events, buffer_steps: int = 10_000, replay: bool = True):
+    def __init__(self, kv_events, buffer_steps: int = 10_000, replay: bool = True,
+                 rank: int = 0, ports: tuple[int, int] | None = None):
+        """`ports`: the base ports of a data-parallel engine; the publisher adds its rank."""
         self.kv = kv_events
-        self.port, self.replay_port = free_port(), free_port()
+        base, replay_base = ports or (free_port(), free_port())
+        self.port, self.replay_port = base + rank, replay_base + rank
         self.pub = kv_events.ZmqEventPublisher(
-            0, endpoint=f"tcp://*:{self.port}",
-            replay_endpoint=f"tcp://*:{self.replay_port}" if replay else None,
+            rank, endpoint=f"tcp://*:{base}",
+            replay_endpoint=f"tcp://*:{replay_base}" if replay else None,
             buffer_steps=buffer_steps)
         self.published = Published()
         self.sent = 0
