@@ -1,14 +1,16 @@
 """Per-engine block maps and the global KV index, built from real engines' events.
 
-Keyed as llm-d keys them (llm-d-kv-cache-manager, pkg/kvcache/kvevents/pool.go, `processEvent`:
-a BlockStored's token ids are rehashed into the indexer's own keys, chained from the parent's
-key, and a map from the engine's block hashes to those keys lets BlockRemoved, which carries
-only engine hashes, find them). kvtui's keys are the simulator's chained keys
-(kvtui/sim/workload/hashing.py `chain_keys`), so a real engine's blocks and a simulated one's
-share one key space and one index.
+Keyed as llm-d keys them (llm-d-kv-cache-manager, pkg/kvcache/kvevents/pool.go,
+`processEventBatch`, commit 3f720e8): a BlockStored's token ids are rehashed into the indexer's
+own keys, chained from the key its parent engine hash maps to, and a map from the engine's block
+hashes to those keys lets BlockRemoved, which carries only engine hashes, find them. kvtui's keys
+are the simulator's chained keys (kvtui/sim/workload/hashing.py `chain_keys`), so a real
+engine's blocks and a simulated one's share one key space and one index.
 
-An engine hash whose parent was never seen (the subscriber joined late, or lost a gap) chains
-from the root and is counted as `orphans`: its key is then not the prefix's true key.
+A BlockStored whose parent hash is unknown (the subscriber joined late, or lost a gap) cannot
+be keyed: llm-d skips it, and so does kvtui, counting its blocks as `orphans` (a later
+BlockRemoved of them counts as `unknown_removed`). LoRA and extra keys are not folded into the
+keys yet: every engine is taken to serve one base model.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class EngineCounts:
     cleared: int = 0
     malformed: int = 0
     gaps: int = 0  # batches missed that replay could not fill
-    orphans: int = 0  # stored blocks whose parent hash was unknown
+    orphans: int = 0  # stored blocks not indexed: their parent hash was unknown
     unknown_removed: int = 0  # removed hashes that were not held
 
     def line(self, name: str) -> str:
@@ -80,11 +82,12 @@ class LiveState:
 
     def _stored(self, name: str, e: BlockStored) -> None:
         counts, blocks = self.counts[name], self.blocks[name]
+        counts.stored += len(e.block_hashes)
         parent = None if e.parent_block_hash is None else blocks.key_of(e.parent_block_hash)
         if e.parent_block_hash is not None and parent is None:
             counts.orphans += len(e.block_hashes)
+            return
         keys = chain_keys(np.asarray(e.token_ids, dtype=np.int64), e.block_size, parent)
-        counts.stored += len(e.block_hashes)
         for engine_hash, key in zip(e.block_hashes, keys):
             blocks.by_medium[e.medium][engine_hash] = key
             self.index[key].add((name, e.medium))
