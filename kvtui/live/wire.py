@@ -10,8 +10,9 @@ The events come in three forms, and all three are decoded here:
   `tag=True` and no `array_like`): `{"type": "BlockStored", "block_hashes": ..., ...}`;
 - positional arrays, vLLM before it (0.11.0's `KVCacheEvent`: `array_like=True, tag=True`):
   `["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium]`;
-- NVIDIA Dynamo's mocker (ai-dynamo 1.6.1, lib/llm/src/mocker: it publishes with an empty
-  topic): the positional array without `medium`, which then means GPU.
+- NVIDIA Dynamo's mocker (ai-dynamo 1.6.1, `--zmq-kv-events-ports`; tests/live/
+  test_live_dynamo.py runs it): an empty topic and tagged maps without `medium` (which then
+  means GPU) or `lora_id`, with `group_idx`. A positional event may lack trailing fields too.
 
 A block hash is an int (vLLM's default, `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1`) or bytes (the
 raw digest); either is kept as is. Anything else is `Malformed`: the subscriber counts it and
