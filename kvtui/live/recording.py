@@ -81,4 +81,6 @@ def read_recording(directory: str) -> list[Delivery]:
         raise InputError.one(directory, None, f"not a kvtui recording: {e}") from None
     if report.suspected_corruption:
         raise InputError([(directory, None, f"damaged recording: {d.describe()}") for d in report.damage])
+    if not out:  # a live session records every engine it watches first
+        raise InputError.one(directory, None, "not a kvtui live recording (no engine in it)")
     return out

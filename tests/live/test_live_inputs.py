@@ -85,3 +85,9 @@ def test_the_live_command_exits_2_on_a_bad_file(tmp_path, capsys, text):
 def test_replay_of_what_is_not_a_recording_exits_2(tmp_path, capsys):
     assert cli_main(["replay", str(tmp_path / "nothing"), "--no-ui"]) == 2
     assert "no such recording directory" in capsys.readouterr().err
+
+
+def test_replay_of_an_empty_directory_exits_2(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert cli_main(["replay", str(tmp_path / "empty"), "--no-ui"]) == 2
+    assert "not a kvtui live recording" in capsys.readouterr().err
