@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kvtui.store",),
     ("kvtui.sim",),
     ("kvtui.run",),
+    ("kvtui.live",),
     ("kvtui.report", "kvtui.sweep"),
     ("kvtui.tui",),
     ("kvtui.cli", "kvtui.__main__"),

@@ -1,0 +1,57 @@
+"""What a subscriber hands on: a received message, or a gap replay could not fill (and, once
+per engine at the start, that it is being watched, so an engine that never speaks still has its
+line in a replay).
+
+Both the live state and the recording consume the same deliveries in the same order, so a
+recording replayed through `ingest` rebuilds exactly the figures the live session printed.
+A message is kept as its raw frames: decoding happens in `ingest`, live and in replay alike,
+so a malformed message is counted the same way both times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvtui.live.state import LiveState
+from kvtui.live.wire import Malformed, decode_message
+
+
+@dataclass(frozen=True)
+class Watching:
+    engine: str
+    at: float
+
+
+@dataclass(frozen=True)
+class Received:
+    engine: str
+    at: float  # receive time, seconds since the epoch (the subscriber's clock)
+    frames: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Gap:
+    engine: str
+    at: float
+    first_missing: int
+    missing: int  # batches
+
+
+Delivery = Watching | Received | Gap
+
+
+def ingest(state: LiveState, delivery: Delivery) -> None:
+    """Apply one delivery to the state; a malformed message is counted, never raised."""
+    counts = state.engine(delivery.engine)
+    match delivery:
+        case Received(frames=frames):
+            try:
+                batch = decode_message(list(frames))
+            except Malformed:
+                counts.malformed += 1
+                return
+            state.apply(delivery.engine, batch)
+        case Gap(missing=missing):
+            counts.gaps += missing
+        case Watching():
+            pass  # `state.engine` above gave it its counts

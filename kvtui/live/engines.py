@@ -1,0 +1,132 @@
+"""The engines file: which real engines `kvtui live` watches.
+
+    engines:
+      - name: vllm-0
+        kv_events: tcp://10.0.0.5:5557     # the engine's PUB endpoint (required)
+        replay: tcp://10.0.0.5:5558        # its ROUTER replay endpoint (optional)
+        metrics: http://10.0.0.5:8000/metrics
+        api: http://10.0.0.5:8000
+        data_parallel_size: 2              # one subscriber per DP rank (optional, default 1)
+
+Only `name` and `kv_events` are required. With data parallelism every rank publishes on its own
+port, the base port plus the rank (vLLM 0.33.0 `ZmqEventPublisher.offset_endpoint_port`), so
+the file names the base ports and kvtui subscribes to `NAME/dpR` for each rank R. It is read with the scenario loader's bounded YAML
+(kvtui/scenario/safe_yaml.py) and every problem is reported as `file:line: message`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from kvtui.errors import InputError
+from kvtui.scenario.loader import _line_of, _read_yaml
+
+FIELDS = ("name", "kv_events", "replay", "metrics", "api", "data_parallel_size")
+REQUIRED = ("name", "kv_events")
+_ENDPOINT = re.compile(r"^(tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.*-]+):\d{1,5}|ipc://.+)$")
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    kv_events: str
+    replay: str | None = None
+    metrics: str | None = None
+    api: str | None = None
+    data_parallel_size: int = 1
+
+    def ranks(self) -> list["Engine"]:
+        """One engine per data-parallel rank, its ports offset by the rank (itself when 1)."""
+        if self.data_parallel_size == 1:
+            return [self]
+        return [Engine(f"{self.name}/dp{r}", _offset(self.kv_events, r),
+                       self.replay and _offset(self.replay, r), self.metrics, self.api)
+                for r in range(self.data_parallel_size)]
+
+
+def _offset(endpoint: str, rank: int) -> str:
+    base, _, port = endpoint.rpartition(":")
+    return f"{base}:{int(port) + rank}"
+
+
+def load_engines(path: str) -> list[Engine]:
+    """The engines of `path`; InputError with every problem found."""
+    root = _read_yaml(Path(path), path)
+    problems: list[tuple[str, int | None, str]] = []
+    items = _engine_nodes(root, path, problems)
+    engines = [e for e in (_engine(n, path, problems) for n in items) if e is not None]
+    if not problems:  # engines and items line up only when every engine was read
+        _check_unique(engines, items, path, problems)
+    if problems:
+        raise InputError(problems)
+    return engines
+
+
+def _engine_nodes(root: yaml.Node, file: str, problems: list) -> list[yaml.Node]:
+    if not isinstance(root, yaml.MappingNode):
+        problems.append((file, _line_of(root), "expected a mapping with `engines: [...]`"))
+        return []
+    top = {k.value: (k, v) for k, v in root.value}
+    for key, _ in top.values():
+        if key.value != "engines":
+            problems.append((file, _line_of(key), f"unknown key {key.value!r} (expected `engines`)"))
+    if "engines" not in top:
+        problems.append((file, _line_of(root), "missing `engines`"))
+        return []
+    node = top["engines"][1]
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        problems.append((file, _line_of(node), "`engines` must be a non-empty list"))
+        return []
+    return node.value
+
+
+def _engine(node: yaml.Node, file: str, problems: list) -> Engine | None:
+    if not isinstance(node, yaml.MappingNode):
+        problems.append((file, _line_of(node), "an engine must be a mapping (name, kv_events, ...)"))
+        return None
+    fields, ok = {}, True
+    for key, value in node.value:
+        if key.value not in FIELDS:
+            problems.append((file, _line_of(key), f"unknown engine field {key.value!r} (known: {', '.join(FIELDS)})"))
+            ok = False
+        elif not isinstance(value, yaml.ScalarNode) or not value.value.strip():
+            problems.append((file, _line_of(value), f"`{key.value}` must be a non-empty string"))
+            ok = False
+        else:
+            fields[key.value] = value.value.strip()
+    for name in REQUIRED:
+        if name not in fields:
+            problems.append((file, _line_of(node), f"engine is missing `{name}`"))
+            ok = False
+    for name in ("kv_events", "replay"):
+        if name in fields and not _ENDPOINT.match(fields[name]):
+            problems.append((file, _line_of(node), f"`{name}` {fields[name]!r} is not a ZMQ endpoint "
+                             "(tcp://HOST:PORT or ipc://PATH)"))
+            ok = False
+    ok = _check_ranks(fields, node, file, problems) and ok
+    return Engine(**fields) if ok else None
+
+
+def _check_ranks(fields: dict, node: yaml.Node, file: str, problems: list) -> bool:
+    """`data_parallel_size`: an integer 1..256, and only over tcp endpoints (ports to offset)."""
+    raw = fields.pop("data_parallel_size", "1")
+    if not raw.isdigit() or not 1 <= int(raw) <= 256:
+        problems.append((file, _line_of(node), f"`data_parallel_size` {raw!r} must be an integer from 1 to 256"))
+        return False
+    fields["data_parallel_size"] = int(raw)
+    if int(raw) > 1 and not fields.get("kv_events", "tcp://").startswith("tcp://"):
+        problems.append((file, _line_of(node), "`data_parallel_size` above 1 needs tcp:// endpoints (one port per rank)"))
+        return False
+    return True
+
+
+def _check_unique(engines: list[Engine], nodes: list, file: str, problems: list) -> None:
+    seen: set[str] = set()
+    for engine, node in zip(engines, nodes):
+        if engine.name in seen:
+            problems.append((file, _line_of(node), f"engine name {engine.name!r} appears twice"))
+        seen.add(engine.name)

@@ -1,0 +1,66 @@
+"""A live session: subscribers for every engine, feeding the state and (optionally) a recording.
+
+The loop polls every subscriber's socket; each delivery goes to the recording first, then to
+the state, so what the session printed is what its recording replays to. Receive times come
+from the injected clock (wall time by default): this is the boundary with the real world, not
+the engine, so the determinism rule for the simulation does not apply here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import zmq
+
+from kvtui.live.delivery import Delivery, Watching, ingest
+from kvtui.live.engines import Engine
+from kvtui.live.recording import Recorder
+from kvtui.live.state import LiveState
+from kvtui.live.subscriber import Subscriber
+
+
+class LiveSession:
+    def __init__(self, engines: list[Engine], recorder: Recorder | None = None,
+                 clock: Callable[[], float] = time.time, replay_timeout: float = 2.0):
+        self.ctx = zmq.Context()
+        self.state, self.recorder = LiveState(), recorder
+        ranks = [rank for e in engines for rank in e.ranks()]
+        self.subscribers = [
+            Subscriber(self.ctx, e.name, e.kv_events, e.replay, self.deliver, clock, replay_timeout)
+            for e in ranks]
+        for e in ranks:
+            self.deliver(Watching(e.name, clock()))
+        self.poller = zmq.Poller()
+        for s in self.subscribers:
+            self.poller.register(s.socket, zmq.POLLIN)
+
+    def deliver(self, delivery: Delivery) -> None:
+        if self.recorder is not None:
+            self.recorder.add(delivery)
+        ingest(self.state, delivery)
+
+    def poll(self, timeout: float) -> int:
+        """Wait up to `timeout` seconds for messages; handle all that are ready. Returns how many."""
+        ready = dict(self.poller.poll(int(timeout * 1000)))
+        n = sum(s.drain() for s in self.subscribers if s.socket in ready)
+        if n and self.recorder is not None:
+            self.recorder.flush()
+        return n
+
+    def run_for(self, seconds: float, tick: float = 0.1) -> None:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.poll(min(tick, left))
+
+    def close(self) -> None:
+        for s in self.subscribers:
+            s.close()
+        if self.recorder is not None:
+            self.recorder.close()
+        self.ctx.term()
+
+
+def summary_lines(state: LiveState) -> list[str]:
+    """One line per engine, in the order they were named: the figures `live` and `replay` print."""
+    return [counts.line(name) for name, counts in state.counts.items()]

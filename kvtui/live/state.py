@@ -1,0 +1,121 @@
+"""Per-engine block maps and the global KV index, built from real engines' events.
+
+Keyed as llm-d keys them (llm-d-kv-cache-manager, pkg/kvcache/kvevents/pool.go,
+`processEventBatch`, commit 3f720e8): a BlockStored's token ids are rehashed into the indexer's
+own keys, chained from the key its parent engine hash maps to, and a map from the engine's block
+hashes to those keys lets BlockRemoved, which carries only engine hashes, find them. kvtui's keys
+are the simulator's chained keys (kvtui/sim/workload/hashing.py `chain_keys`), so a real
+engine's blocks and a simulated one's share one key space and one index.
+
+A BlockStored whose parent hash is unknown (the subscriber joined late, or lost a gap) cannot
+be keyed: llm-d skips it, and so does kvtui, counting its blocks as `orphans` (a later
+BlockRemoved of them counts as `unknown_removed`). LoRA and extra keys are not folded into the
+keys yet: every engine is taken to serve one base model.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
+from kvtui.sim.workload.hashing import chain_keys
+
+
+@dataclass
+class EngineCounts:
+    """What one engine published, as received: blocks (not events) stored and removed."""
+
+    batches: int = 0
+    stored: int = 0
+    removed: int = 0
+    cleared: int = 0
+    malformed: int = 0
+    gaps: int = 0  # batches missed that replay could not fill
+    orphans: int = 0  # stored blocks not indexed: their parent hash was unknown
+    unknown_removed: int = 0  # removed hashes that were not held
+
+    def line(self, name: str) -> str:
+        return (f"{name}: stored {self.stored} removed {self.removed} cleared {self.cleared} "
+                f"batches {self.batches} gaps {self.gaps} malformed {self.malformed}")
+
+
+@dataclass
+class EngineBlocks:
+    """One engine's held blocks per medium: engine hash -> kvtui key."""
+
+    by_medium: dict[str, dict] = field(default_factory=lambda: defaultdict(dict))
+
+    def key_of(self, engine_hash) -> int | None:
+        for blocks in self.by_medium.values():
+            if engine_hash in blocks:
+                return blocks[engine_hash]
+        return None
+
+
+class LiveState:
+    """Every engine's blocks and counts, and the global index key -> {(engine, medium)}."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, EngineCounts] = {}
+        self.blocks: dict[str, EngineBlocks] = {}
+        self.index: dict[int, set[tuple[str, str]]] = defaultdict(set)
+
+    def engine(self, name: str) -> EngineCounts:
+        if name not in self.counts:
+            self.counts[name] = EngineCounts()
+            self.blocks[name] = EngineBlocks()
+        return self.counts[name]
+
+    def apply(self, name: str, batch: Batch) -> None:
+        self.engine(name).batches += 1
+        for event in batch.events:
+            match event:
+                case BlockStored():
+                    self._stored(name, event)
+                case BlockRemoved():
+                    self._removed(name, event)
+                case AllBlocksCleared():
+                    self._cleared(name)
+
+    def _stored(self, name: str, e: BlockStored) -> None:
+        counts, blocks = self.counts[name], self.blocks[name]
+        counts.stored += len(e.block_hashes)
+        parent = None if e.parent_block_hash is None else blocks.key_of(e.parent_block_hash)
+        if e.parent_block_hash is not None and parent is None:
+            counts.orphans += len(e.block_hashes)
+            return
+        keys = chain_keys(np.asarray(e.token_ids, dtype=np.int64), e.block_size, parent)
+        for engine_hash, key in zip(e.block_hashes, keys):
+            blocks.by_medium[e.medium][engine_hash] = key
+            self.index[key].add((name, e.medium))
+
+    def _removed(self, name: str, e: BlockRemoved) -> None:
+        counts, held = self.counts[name], self.blocks[name].by_medium[e.medium]
+        counts.removed += len(e.block_hashes)
+        for engine_hash in e.block_hashes:
+            key = held.pop(engine_hash, None)
+            if key is None:
+                counts.unknown_removed += 1
+            else:
+                self._unindex(key, (name, e.medium))
+
+    def _cleared(self, name: str) -> None:
+        self.counts[name].cleared += 1
+        for medium, held in self.blocks[name].by_medium.items():
+            for key in held.values():
+                self._unindex(key, (name, medium))
+            held.clear()
+
+    def _unindex(self, key: int, holder: tuple[str, str]) -> None:
+        holders = self.index.get(key)
+        if holders is not None:
+            holders.discard(holder)
+            if not holders:
+                del self.index[key]
+
+    def held(self, name: str, medium: str = "GPU") -> int:
+        """Blocks `name` holds on `medium` now."""
+        return len(self.blocks[name].by_medium.get(medium, {}))

@@ -1,0 +1,169 @@
+"""vLLM's KV-event wire format, decoded into kvtui's own event values.
+
+The form, from vLLM 0.33.0 `vllm/distributed/kv_events.py` (`ZmqEventPublisher`,
+`_publisher_thread`): every batch is one ZMQ multipart message `[topic, seq, payload]`, `seq` an
+8-byte big-endian counter from 0, `payload` a msgpack `EventBatch` `[ts, events,
+data_parallel_rank]` (an array: `array_like=True`; the rank is omitted when it is the default).
+
+The events come in three forms, and all three are decoded here:
+- tagged maps, vLLM since its May 2026 change (vllm #42892; 0.33.0's `KVCacheEvent` has
+  `tag=True` and no `array_like`): `{"type": "BlockStored", "block_hashes": ..., ...}`;
+- positional arrays, vLLM before it (0.11.0's `KVCacheEvent`: `array_like=True, tag=True`):
+  `["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium]`;
+- NVIDIA Dynamo's mocker (ai-dynamo 1.6.1, `--zmq-kv-events-ports`; tests/live/
+  test_live_dynamo.py runs it): an empty topic and tagged maps without `medium` (which then
+  means GPU) or `lora_id`, with `group_idx`. A positional event may lack trailing fields too.
+
+A block hash is an int (vLLM's default, `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1`) or bytes (the
+raw digest); either is kept as is. Anything else is `Malformed`: the subscriber counts it and
+goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgpack
+
+MEDIUMS = ("GPU", "CPU", "STORAGE")
+END_SEQ = -1  # the replay socket's end marker (`ZmqEventPublisher.END_SEQ`, signed)
+
+
+class Malformed(ValueError):
+    """A message that is not a KV-event batch of any known form."""
+
+
+@dataclass(frozen=True)
+class BlockStored:
+    block_hashes: tuple
+    parent_block_hash: int | bytes | None
+    token_ids: tuple[int, ...]
+    block_size: int
+    lora_id: int | None
+    medium: str
+
+
+@dataclass(frozen=True)
+class BlockRemoved:
+    block_hashes: tuple
+    medium: str
+
+
+@dataclass(frozen=True)
+class AllBlocksCleared:
+    pass
+
+
+Event = BlockStored | BlockRemoved | AllBlocksCleared
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One published batch: its sequence number, the engine's timestamp, rank and events."""
+
+    seq: int
+    ts: float
+    events: tuple[Event, ...]
+    data_parallel_rank: int | None
+
+
+def decode_seq(raw: bytes) -> int:
+    """The 8-byte big-endian sequence frame (signed, so the end marker reads as -1)."""
+    if len(raw) != 8:
+        raise Malformed(f"sequence frame of {len(raw)} bytes, expected 8")
+    return int.from_bytes(raw, "big", signed=True)
+
+
+def decode_message(frames: list[bytes]) -> Batch:
+    """A PUB message `[topic, seq, payload]` as a Batch; Malformed for anything else."""
+    if len(frames) != 3:
+        raise Malformed(f"{len(frames)} frames, expected 3 (topic, seq, payload)")
+    return decode_payload(decode_seq(frames[1]), frames[2])
+
+
+def decode_payload(seq: int, payload: bytes) -> Batch:
+    try:
+        batch = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    except Exception as e:  # msgpack raises several unrelated types on bad input
+        raise Malformed(f"payload is not msgpack: {e}") from None
+    if not isinstance(batch, list) or len(batch) not in (2, 3):
+        raise Malformed("payload is not an EventBatch [ts, events, data_parallel_rank]")
+    ts, events = batch[0], batch[1]
+    rank = batch[2] if len(batch) == 3 else None
+    if not isinstance(ts, (int, float)) or not isinstance(events, list):
+        raise Malformed("EventBatch ts is not a number or events is not a list")
+    if rank is not None and not isinstance(rank, int):
+        raise Malformed("EventBatch data_parallel_rank is not an integer")
+    return Batch(seq, float(ts), tuple(decode_event(e) for e in events), rank)
+
+
+def decode_event(raw) -> Event:
+    """One event in either vLLM form (or Dynamo's)."""
+    match raw:
+        case {"type": str(tag), **fields}:
+            return _build(tag, fields)
+        case [str(tag), *values]:
+            return _build(tag, _positional(tag, values))
+    raise Malformed(f"event is neither a tagged map nor a tagged array: {type(raw).__name__}")
+
+
+_POSITIONS = {
+    "BlockStored": ("block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium"),
+    "BlockRemoved": ("block_hashes", "medium"),
+    "AllBlocksCleared": (),
+}
+
+
+def _positional(tag: str, values: list) -> dict:
+    """Name the values of a positional event; trailing ones may be missing (Dynamo: `medium`).
+    Values past the known ones (`lora_name`, added later) are ignored."""
+    names = _POSITIONS.get(tag)
+    if names is None:
+        raise Malformed(f"unknown event type {tag!r}")
+    return dict(zip(names, values))
+
+
+def _build(tag: str, f: dict) -> Event:
+    match tag:
+        case "BlockStored":
+            return _stored(f)
+        case "BlockRemoved":
+            return BlockRemoved(_hashes(f.get("block_hashes")), _medium(f.get("medium")))
+        case "AllBlocksCleared":
+            return AllBlocksCleared()
+    raise Malformed(f"unknown event type {tag!r}")
+
+
+def _stored(f: dict) -> BlockStored:
+    hashes, tokens, size = _hashes(f.get("block_hashes")), f.get("token_ids"), f.get("block_size")
+    if not isinstance(size, int) or size <= 0:
+        raise Malformed(f"BlockStored block_size {size!r} is not a positive integer")
+    if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+        raise Malformed("BlockStored token_ids is not a list of integers")
+    parent, lora = f.get("parent_block_hash"), f.get("lora_id")
+    if parent is not None:
+        parent = _hash(parent)
+    if lora is not None and not isinstance(lora, int):
+        raise Malformed("BlockStored lora_id is not an integer")
+    return BlockStored(hashes, parent, tuple(tokens), size, lora, _medium(f.get("medium")))
+
+
+def _hashes(raw) -> tuple:
+    if not isinstance(raw, list):
+        raise Malformed("block_hashes is not a list")
+    return tuple(_hash(h) for h in raw)
+
+
+def _hash(h):
+    if isinstance(h, bool) or not isinstance(h, (int, bytes)):
+        raise Malformed(f"block hash {h!r} is neither an integer nor bytes")
+    return h
+
+
+def _medium(raw) -> str:
+    """None (Dynamo's mocker, or a publisher that leaves it unset) means the GPU."""
+    if raw is None:
+        return "GPU"
+    if raw not in MEDIUMS:
+        raise Malformed(f"medium {raw!r} is not one of {', '.join(MEDIUMS)}")
+    return raw

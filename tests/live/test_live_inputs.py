@@ -1,0 +1,93 @@
+"""Bad input to kvtui live: malformed messages are counted (never raised), a bad engines file
+is `file:line: message` and exit 2. The wire decoding of the three event forms is checked
+against real publishers in test_live_vllm.py; here, the shapes no publisher sends."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from kvtui.cli import main as cli_main
+from kvtui.live.delivery import Received, ingest
+from kvtui.live.engines import load_engines
+from kvtui.errors import InputError
+from kvtui.live.state import LiveState
+from kvtui.live.wire import BlockStored, decode_message
+
+SEQ0 = (0).to_bytes(8, "big")
+
+
+def _msg(events, batch=None) -> list[bytes]:
+    return [b"", SEQ0, msgpack.packb(batch if batch is not None else [1.0, events])]
+
+
+STORED = ["BlockStored", [11, 12], None, list(range(8)), 4, None]  # Dynamo's mocker: no medium
+
+MALFORMED = {
+    "two frames": [b"", SEQ0],
+    "a short seq": [b"", b"\x00", msgpack.packb([1.0, []])],
+    "not msgpack": [b"", SEQ0, b"\xc1"],
+    "not a batch": _msg(None, batch={"ts": 1}),
+    "ts not a number": _msg(None, batch=["x", []]),
+    "an unknown event": _msg([["BlockMoved", [1]]]),
+    "a bad medium": _msg([["BlockRemoved", [1], "DISK"]]),
+    "a float hash": _msg([["BlockRemoved", [1.5], "GPU"]]),
+    "a zero block size": _msg([STORED[:4] + [0, None]]),
+    "tokens not ints": _msg([{"type": "BlockStored", "block_hashes": [1], "parent_block_hash": None,
+                              "token_ids": ["a"], "block_size": 1, "lora_id": None, "medium": "GPU"}]),
+    "an event that is a number": _msg([7]),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_a_malformed_message_is_counted(name):
+    state = LiveState()
+    ingest(state, Received("e", 0.0, tuple(MALFORMED[name])))
+    ingest(state, Received("e", 0.0, tuple(_msg([STORED]))))
+    assert (state.counts["e"].malformed, state.counts["e"].stored) == (1, 2)
+
+
+def test_the_positional_form_without_medium_means_gpu():
+    (event,) = decode_message(_msg([STORED])).events
+    assert event == BlockStored((11, 12), None, tuple(range(8)), 4, None, "GPU")
+
+
+def test_the_engines_file_reports_every_problem_with_its_line(tmp_path):
+    f = tmp_path / "engines.yaml"
+    f.write_text("engines:\n  - name: a\n    bogus: 1\n    kv_events: tcp://h:1\n  - kv_events: nope\n"
+                 "  - {name: b, kv_events: 'ipc:///x', data_parallel_size: 2}\n")
+    with pytest.raises(InputError) as e:
+        load_engines(str(f))
+    assert e.value.render().splitlines() == [
+        f"{f}:3: unknown engine field 'bogus' (known: name, kv_events, replay, metrics, api, data_parallel_size)",
+        f"{f}:5: engine is missing `name`",
+        f"{f}:5: `kv_events` 'nope' is not a ZMQ endpoint (tcp://HOST:PORT or ipc://PATH)",
+        f"{f}:6: `data_parallel_size` above 1 needs tcp:// endpoints (one port per rank)",
+    ]
+
+
+def test_data_parallel_ranks_offset_the_ports(tmp_path):
+    f = tmp_path / "engines.yaml"
+    f.write_text("engines:\n  - {name: a, kv_events: 'tcp://h:5557', replay: 'tcp://h:6000', data_parallel_size: 2}\n")
+    ranks = load_engines(str(f))[0].ranks()
+    assert [(r.name, r.kv_events, r.replay) for r in ranks] == [
+        ("a/dp0", "tcp://h:5557", "tcp://h:6000"), ("a/dp1", "tcp://h:5558", "tcp://h:6001")]
+
+
+@pytest.mark.parametrize("text", ["", "engines: []\n", "- a\n", "engines:\n  - {name: a, kv_events: 'tcp://h:1'}\n  - {name: a, kv_events: 'tcp://h:2'}\n"])
+def test_the_live_command_exits_2_on_a_bad_file(tmp_path, capsys, text):
+    f = tmp_path / "engines.yaml"
+    f.write_text(text)
+    assert cli_main(["live", str(f), "--no-ui", "--duration", "1"]) == 2
+    assert capsys.readouterr().err.startswith(f"{f}")
+
+
+def test_replay_of_what_is_not_a_recording_exits_2(tmp_path, capsys):
+    assert cli_main(["replay", str(tmp_path / "nothing"), "--no-ui"]) == 2
+    assert "no such recording directory" in capsys.readouterr().err
+
+
+def test_replay_of_an_empty_directory_exits_2(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert cli_main(["replay", str(tmp_path / "empty"), "--no-ui"]) == 2
+    assert "not a kvtui live recording" in capsys.readouterr().err

@@ -1,0 +1,286 @@
+"""kvtui live against vLLM's real publishers: ZmqEventPublisher on loopback, fed by the real
+BlockPool running requests (tests/live/vllm_publishers.py).
+
+Checked: what the subscriber counts equals what the publisher was handed (blocks stored and
+removed), in both wire forms (0.33.0's tagged maps, 0.11.0's positional arrays); the blocks the
+live state holds are exactly the pool's cached blocks, under the keys kvtui's own chained
+hashing gives the same tokens; a subscriber that joins late is filled by the publisher's replay
+socket; a gap larger than the publisher's replay buffer is recorded, not hidden; a recording
+replays to the same figures, through the `kvtui live` and `kvtui replay` commands too.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from kvtui.cli import main as cli_main
+from kvtui.live.delivery import ingest
+from kvtui.live.engines import Engine
+from kvtui.live.recording import Recorder, read_recording
+from kvtui.live.session import LiveSession, summary_lines
+from kvtui.live.state import LiveState
+from kvtui.sim.workload.hashing import chain_keys
+
+from differential import peers
+
+from . import vllm_publishers as vp
+
+REQUESTS = peers.cases(60)
+POOL_BLOCKS = 24
+
+
+@pytest.fixture(scope="module")
+def new():
+    return vp.load_new()
+
+
+@pytest.fixture(scope="module")
+def old(new):
+    return vp.load_old(new)
+
+
+def prompts(seed: int, n: int) -> list[list[int]]:
+    """Shared prefixes, repeats and fresh prompts: hits, stores, and (small pool) evictions."""
+    rng = random.Random(seed)
+    families = [[rng.randrange(1000) for _ in range(rng.randrange(4, 17))] for _ in range(5)]
+    out = []
+    for _ in range(n):
+        base = list(rng.choice(families)) if rng.random() < 0.7 else []
+        out.append(base + [rng.randrange(1000) for _ in range(rng.randrange(1, 20))])
+    return out
+
+
+def session_for(pub: vp.Publisher, recorder=None, replay=True) -> LiveSession:
+    engine = Engine("e0", pub.endpoint, pub.replay_endpoint if replay else None)
+    return LiveSession([engine], recorder, replay_timeout=2.0)
+
+
+def pump(session: LiveSession, pub: vp.Publisher, timeout: float = 10.0) -> None:
+    """Poll until every batch the publisher sent is accounted for (received or a gap)."""
+    deadline = time.monotonic() + timeout
+    sub = session.subscribers[0]
+    while sub.expected < pub.sent and time.monotonic() < deadline:
+        session.poll(0.05)
+
+
+def drive(v, pub: vp.Publisher, reqs: list[list[int]], convert=None) -> vp.PoolSource:
+    source = vp.PoolSource(v, POOL_BLOCKS)
+    for tokens in reqs:
+        events = source.run(tokens)
+        pub.publish(convert(events) if convert else events)
+    return source
+
+
+def join_late(session: LiveSession, pub: vp.Publisher, source: vp.PoolSource, reqs: list[list[int]]) -> None:
+    """One batch, handled (its gap asked of replay while the buffer still holds what came just
+    before it), then the rest."""
+    pub.publish(source.run(reqs[0]))
+    pump(session, pub)
+    for tokens in reqs[1:]:
+        pub.publish(source.run(tokens))
+    pump(session, pub)
+
+
+def settle() -> None:
+    time.sleep(0.3)  # the SUB socket's subscription reaches the PUB socket (ZMQ's slow joiner)
+
+
+@pytest.mark.parametrize("form", ["tagged maps (0.33.0)", "positional arrays (0.11.0)"])
+def test_counts_and_blocks_equal_what_the_pool_published(new, old, form):
+    kv = new.kv_events if form.startswith("tagged") else old
+    convert = None if kv is new.kv_events else (lambda evs: vp.as_old(new.kv_events, old, evs))
+    pub = vp.Publisher(kv)
+    session = session_for(pub)
+    try:
+        settle()
+        reqs = prompts(1, REQUESTS)
+        source = drive(new, pub, reqs, convert)
+        pump(session, pub)
+    finally:
+        session.close()
+        pub.close()
+    counts = session.state.counts["e0"]
+    stored, removed = pub.published.totals()
+    assert removed > 0, "the pool is small enough that requests evict"
+    assert (counts.stored, counts.removed, counts.batches) == (stored, removed, pub.sent)
+    assert (counts.malformed, counts.gaps, counts.orphans, counts.unknown_removed) == (0, 0, 0, 0)
+    held = session.state.blocks["e0"].by_medium["GPU"]
+    assert set(held) == source.cached_hashes()
+    _keys_are_kvtuis(session.state, reqs, source)
+
+
+def _keys_are_kvtuis(state: LiveState, reqs: list[list[int]], source: vp.PoolSource) -> None:
+    """Every held block's key is kvtui's chained key of the prompt prefix it ends."""
+    utils = source.v.kv_cache_utils
+    held = state.blocks["e0"].by_medium["GPU"]
+    checked = 0
+    for tokens in reqs:
+        keys = chain_keys(np.asarray(tokens), vp.BS)
+        for h, key in zip(source.hashes(tokens), keys):
+            engine_hash = utils.maybe_convert_block_hash(h)
+            if engine_hash in held:
+                assert held[engine_hash] == key
+                assert ("e0", "GPU") in state.index[key]
+                checked += 1
+    assert checked > 0
+
+
+def test_a_late_subscriber_is_filled_by_replay(new):
+    pub = vp.Publisher(new.kv_events)
+    try:
+        reqs = prompts(2, REQUESTS)
+        source = vp.PoolSource(new, POOL_BLOCKS)
+        for tokens in reqs[:20]:
+            pub.publish(source.run(tokens))
+        pub.wait_sent()
+        session = session_for(pub)  # joins after 20 batches: seq 20 arrives first
+        settle()
+        for tokens in reqs[20:]:
+            pub.publish(source.run(tokens))
+        pump(session, pub)
+        session.close()
+    finally:
+        pub.close()
+    counts = session.state.counts["e0"]
+    assert (counts.stored, counts.removed) == pub.published.totals()
+    assert (counts.batches, counts.gaps) == (pub.sent, 0)
+    assert set(session.state.blocks["e0"].by_medium["GPU"]) == source.cached_hashes()
+
+
+def test_a_gap_beyond_the_replay_buffer_is_recorded(new):
+    pub = vp.Publisher(new.kv_events, buffer_steps=3)
+    try:
+        reqs = prompts(3, 30)
+        source = vp.PoolSource(new, POOL_BLOCKS)
+        for tokens in reqs[:10]:
+            pub.publish(source.run(tokens))
+        pub.wait_sent()
+        session = session_for(pub)
+        settle()
+        join_late(session, pub, source, reqs[10:])
+        session.close()
+    finally:
+        pub.close()
+    counts = session.state.counts["e0"]
+    assert counts.gaps == 8  # seq 0..7 are gone: the buffer held 8, 9, 10 when asked
+    assert (counts.stored, counts.removed) == pub.published.totals(first=8)
+    assert counts.batches == pub.sent - 8
+
+
+def test_no_replay_socket_means_the_gap_is_recorded(new):
+    pub = vp.Publisher(new.kv_events, replay=False)
+    try:
+        source = vp.PoolSource(new, POOL_BLOCKS)
+        for tokens in prompts(4, 5):
+            pub.publish(source.run(tokens))
+        pub.wait_sent()
+        session = session_for(pub, replay=False)
+        settle()
+        for tokens in prompts(5, 5):
+            pub.publish(source.run(tokens))
+        pump(session, pub)
+        session.close()
+    finally:
+        pub.close()
+    assert session.state.counts["e0"].gaps == 5
+    assert session.state.counts["e0"].batches == 5
+
+
+def test_mediums_and_byte_hashes_from_the_real_event_classes(new):
+    kv = new.kv_events
+    stored = [kv.BlockStored(block_hashes=[b"\x01" * 32, b"\x02" * 32], parent_block_hash=None,
+                             token_ids=list(range(8)), block_size=4, lora_id=None, medium=m, lora_name=None)
+              for m in ("GPU", "CPU", "STORAGE")]
+    removed = kv.BlockRemoved(block_hashes=[b"\x02" * 32], medium="CPU")
+    pub = vp.Publisher(kv)
+    session = session_for(pub)
+    try:
+        settle()
+        pub.publish(stored)
+        pub.publish([removed, kv.AllBlocksCleared()])
+        pub.publish(stored[:1])
+        pump(session, pub)
+    finally:
+        session.close()
+        pub.close()
+    state = session.state
+    assert (state.counts["e0"].stored, state.counts["e0"].removed, state.counts["e0"].cleared) == (8, 1, 1)
+    assert state.held("e0", "GPU") == 2 and state.held("e0", "CPU") == 0
+    assert set(state.blocks["e0"].by_medium["GPU"]) == {b"\x01" * 32, b"\x02" * 32}
+
+
+def test_a_recording_replays_to_the_same_figures(new, tmp_path):
+    pub = vp.Publisher(new.kv_events, buffer_steps=4)
+    directory = str(tmp_path / "rec")
+    try:
+        source = vp.PoolSource(new, POOL_BLOCKS)
+        reqs = prompts(6, REQUESTS)
+        for tokens in reqs[:8]:  # a late join: 3 batches replayed, 5 lost (a gap in the recording)
+            pub.publish(source.run(tokens))
+        pub.wait_sent()
+        session = session_for(pub, Recorder(directory))
+        settle()
+        join_late(session, pub, source, reqs[8:])
+        session.close()
+    finally:
+        pub.close()
+    replayed = LiveState()
+    for delivery in read_recording(directory):
+        ingest(replayed, delivery)
+    assert session.state.counts["e0"].gaps == 5
+    assert summary_lines(replayed) == summary_lines(session.state)
+    assert replayed.blocks["e0"].by_medium == session.state.blocks["e0"].by_medium
+
+
+def test_the_live_and_replay_commands_print_the_same_lines(new, tmp_path, capsys):
+    pub = vp.Publisher(new.kv_events)
+    engines, directory = tmp_path / "engines.yaml", str(tmp_path / "rec")
+    engines.write_text(f"engines:\n  - name: vllm-a\n    kv_events: {pub.endpoint}\n"
+                       f"    replay: {pub.replay_endpoint}\n  - name: silent\n    kv_events: tcp://127.0.0.1:{vp.free_port()}\n")
+    codes = []
+    cli = threading.Thread(target=lambda: codes.append(cli_main(
+        ["live", str(engines), "--record", directory, "--no-ui", "--duration", "3"])))
+    try:
+        cli.start()
+        settle()
+        source = vp.PoolSource(new, POOL_BLOCKS)
+        for tokens in prompts(7, 20):
+            pub.publish(source.run(tokens))
+        cli.join()
+    finally:
+        pub.close()
+    live_out = capsys.readouterr().out
+    assert codes == [0]
+    stored, removed = pub.published.totals()
+    assert live_out.splitlines()[0].startswith(f"vllm-a: stored {stored} removed {removed} ")
+    assert live_out.splitlines()[1].startswith("silent: stored 0 removed 0 ")
+    assert cli_main(["replay", directory, "--no-ui"]) == 0
+    assert capsys.readouterr().out == live_out
+
+
+def test_one_subscriber_per_data_parallel_rank(new):
+    ports = (vp.free_port(), vp.free_port())
+    pubs = [vp.Publisher(new.kv_events, rank=r, ports=ports) for r in range(2)]
+    engine = Engine("dp", f"tcp://127.0.0.1:{ports[0]}", f"tcp://127.0.0.1:{ports[1]}", data_parallel_size=2)
+    session = LiveSession([engine])
+    try:
+        settle()
+        for rank, pub in enumerate(pubs):
+            source = vp.PoolSource(new, POOL_BLOCKS)
+            for tokens in prompts(10 + rank, 10 + 5 * rank):
+                pub.publish(source.run(tokens))
+        deadline = time.monotonic() + 10
+        while any(s.expected < p.sent for s, p in zip(session.subscribers, pubs)) and time.monotonic() < deadline:
+            session.poll(0.05)
+    finally:
+        session.close()
+        for pub in pubs:
+            pub.close()
+    for rank, pub in enumerate(pubs):
+        counts = session.state.counts[f"dp/dp{rank}"]
+        assert (counts.stored, counts.removed, counts.batches) == (*pub.published.totals(), pub.sent)
