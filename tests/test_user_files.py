@@ -149,7 +149,7 @@ def test_a_wal_directory_with_special_files_is_refused_with_the_reason(tmp_path,
     wal = damaged_wal(tmp_path, scenario, "wal", lambda w: _replace(w / name, make))
     for command in ("inspect", "verify", "dump"):
         refused(["wal", command, wal], needle)
-    refused(["run", scenario, "--set", f"metadata.dir={wal}"], needle)
+    refused(["run", scenario, "--set", f"metadata.dir={wal}", "--set", "metadata.resume=true"], needle)  # continue it: only then is it opened
     assert (tmp_path / "precious.txt").read_text() == "mine\n"
 
 
