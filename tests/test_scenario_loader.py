@@ -407,10 +407,12 @@ def test_user_profiles_add_names_and_are_used(tmp_path):
         """)
     s = load_scenario(path)
     assert s.hardware["l40s"].memory_gb == 48 and s.models["tiny"].head_dim is None
-    from kvtui.sim.deployment import build_latency, node_capacity
+    from kvtui.scenario.plan import node_plans
+    from kvtui.sim.deployment import build_latency
 
-    assert node_capacity(s, s.cluster.nodes[0]) > 0
-    assert build_latency(s, s.cluster.nodes[0]).tp == 2
+    plan = node_plans(s)[0]
+    assert plan.kv_blocks > 0
+    assert build_latency(s, plan).tp == 2
     over = load_scenario(path, ["hardware.l40s.memory_gb=24", "models.tiny.layers=8"])
     assert (over.hardware["l40s"].memory_gb, over.models["tiny"].layers) == (24, 8)
 

@@ -31,6 +31,7 @@ import os
 from dataclasses import dataclass, field
 
 from kvtui.scenario.model import Arrival, Dist, Scenario
+from kvtui.scenario.plan import node_plans
 
 MAX_REQUEST_TOKENS = 4_194_304
 BYTES_PER_BLOCK = 200
@@ -82,10 +83,8 @@ class Cost:
 
 def estimate(scenario: Scenario, trace_requests: int | None = None) -> Cost:
     """The cost of running `scenario`; `trace_requests` is the trace's request count if known."""
-    from kvtui.sim.deployment import node_capacity
-
     cost = Cost()
-    cost.peak_blocks = sum(node_capacity(scenario, spec) for spec in scenario.cluster.nodes)
+    cost.peak_blocks = sum(plan.kv_blocks for plan in node_plans(scenario))
     w = scenario.workload
     if w.trace is not None:
         requests, ends_by, longest, mean_context, mean_output = _trace(scenario, trace_requests)
@@ -167,17 +166,13 @@ def service_floor(scenario: Scenario, out_min: float) -> float:
     lat, tokens = scenario.latency, max(1.0, out_min)
     if lat.model == "linear":
         return lat.decode_ms_per_token / 1000.0 * tokens
-    from kvtui.scenario.serving import node_serving, profile_catalog
+    from kvtui.scenario.serving import profile_catalog
 
-    hardware, models = profile_catalog(scenario)
-    model, floors = models.get(scenario.model), []
-    for spec in scenario.cluster.nodes:
-        serving = node_serving(scenario, spec)
-        hw = hardware.get(serving.hardware)
-        if model is None or hw is None:
+    model, floors = profile_catalog(scenario)[1].get(scenario.model), []
+    for plan in node_plans(scenario):
+        if model is None or plan.hardware is None:
             return 0.0
-        weights = model.weight_bytes / serving.tp
-        floors.append(weights / hw.hbm_bytes_per_s + lat.iteration_overhead_ms / 1000.0)
+        floors.append(model.weight_bytes / plan.tp / plan.hardware.hbm_bytes_per_s + lat.iteration_overhead_ms / 1000.0)
     return min(floors, default=0.0) * tokens
 
 
