@@ -526,6 +526,32 @@ def _check_scenario(scenario: Scenario, b: _Builder) -> None:
     _check_capacity(scenario, b)
     _check_groups(scenario, b)
     _check_story(scenario, b)
+    _check_router(scenario, b)
+
+
+MIN_EVICTION_INTERVAL_S = 1e-3
+"""SGLang's eviction timer catches up one interval at a time (kvtui/sim/router/sglang.py): a
+shorter interval is a loop that does not advance (1e-300 s never moves a clock of seconds)."""
+
+
+def _check_router(scenario: Scenario, b: _Builder) -> None:
+    """Router settings that would hang a run, or need a package that is not installed."""
+    interval = scenario.router.sglang.eviction_interval_s
+    if 0 < interval < MIN_EVICTION_INTERVAL_S:
+        path = "router.sglang.eviction_interval_s"
+        b.report_at(path, f"{path}: must be 0 (never) or at least {MIN_EVICTION_INTERVAL_S:g} s, got {interval:g}")
+    if scenario.router.predicted_latency.regressor == "xgboost" and not _xgboost_installed():
+        path = "router.predicted_latency.regressor"
+        b.report_at(path, f"{path}: xgboost needs the xgboost package, which is not installed here; "
+                    "`pip install 'kvtui[xgboost]'`, or use regressor: linear")
+
+
+def _xgboost_installed() -> bool:
+    try:
+        import xgboost  # noqa: F401, PLC0415  (optional dependency: is it there?)
+    except Exception:  # noqa: BLE001 - an ImportError, or a broken install (its native library)
+        return False
+    return True
 
 
 def _check_story(scenario: Scenario, b: _Builder) -> None:
