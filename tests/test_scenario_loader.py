@@ -627,11 +627,9 @@ def test_schema_details():
     assert schema["properties"]["cluster"]["$ref"] == "#/$defs/Cluster"
 
 
-def test_a_run_that_cannot_advance_or_import_is_refused_at_its_line(tmp_path, monkeypatch):
+def test_a_run_that_cannot_advance_or_import_is_refused_at_its_line(tmp_path, without_xgboost):
     """issue 20: an SGLang eviction interval that never moves the clock, and xgboost asked for
     where it is not installed, are input problems at their lines, not a hang or a traceback."""
-    import builtins
-
     path = write(tmp_path, """\
         name: x
         router:
@@ -640,18 +638,10 @@ def test_a_run_that_cannot_advance_or_import_is_refused_at_its_line(tmp_path, mo
           predicted_latency: {regressor: xgboost}
         workload: {requests: 3}
         """)
-    real_import = builtins.__import__
-
-    def no_xgboost(name, *args, **kw):
-        if name == "xgboost":
-            raise ImportError("No module named 'xgboost'")
-        return real_import(name, *args, **kw)
-
-    monkeypatch.setattr(builtins, "__import__", no_xgboost)
     with pytest.raises(InputError) as e:
         load_scenario(path)
     text = str(e.value)
     assert f"{path}:4: router.sglang.eviction_interval_s: must be 0 (never) or at least 0.001 s" in text
     assert f"{path}:5: router.predicted_latency.regressor: xgboost needs the xgboost package" in text
-    monkeypatch.setattr(builtins, "__import__", real_import)
+    without_xgboost()  # undone: xgboost is back
     assert load_scenario(path, ["router.sglang.eviction_interval_s=0", "router.predicted_latency.regressor=linear"])
