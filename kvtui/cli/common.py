@@ -82,28 +82,31 @@ def load(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "Scenario":
     return scenario
 
 
-def cost_of(scenario: "Scenario"):
+def cost_of(scenario: "Scenario", trace=None):
+    """The estimate; a trace is scanned for it (its requests and lengths) unless `trace`, a
+    scan already made (a `TraceWorkload`), is given."""
     from kvtui.scenario.cost import estimate
 
-    return estimate(scenario, trace_requests=trace_lines(scenario))
+    if scenario.workload.trace is not None and trace is None:
+        trace = scan_trace(scenario)
+    return estimate(scenario, trace.shape if trace is not None else None)
+
+
+def scan_trace(scenario: "Scenario"):
+    """Read the whole trace now (a `TraceWorkload`), so a broken line is reported before a
+    run starts, and the estimate knows what the trace holds."""
+    import numpy as np
+
+    from kvtui.sim.workload.trace import TraceWorkload
+
+    w = scenario.workload
+    return TraceWorkload(w.trace, w.arrival, scenario.cluster.block_size, np.random.default_rng(0))
 
 
 def check_budget(file: str, scenario: "Scenario", cost) -> None:
     over = cost.over_budget()
     if over:
         raise InputError([(file, None, f"over budget: {why}; --force to run it anyway") for why in over])
-
-
-def trace_lines(scenario: "Scenario") -> int | None:
-    """Lines of a one-file trace (an upper bound on its requests), counted without parsing."""
-    trace = scenario.workload.trace
-    if trace is None or trace.format == "weka" or not os.path.isfile(trace.path):
-        return None
-    lines = 0
-    with open(trace.path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            lines += chunk.count(b"\n")
-    return lines + 1
 
 
 def check_policy(name: str | None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load
+from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load, scan_trace
 
 
 def main(argv: list[str]) -> int:
@@ -16,19 +16,9 @@ def main(argv: list[str]) -> int:
     add_force_option(p)
     args = p.parse_args(argv)
     scenario = load(args, budget=False)
-    if scenario.workload.trace is not None:
-        # Read the whole trace now, so a broken line is reported here rather than mid-run.
-        import numpy as np
-
-        from kvtui.sim.workload.trace import TraceWorkload
-
-        workload = TraceWorkload(
-            scenario.workload.trace, scenario.workload.arrival, scenario.cluster.block_size, np.random.default_rng(0)
-        )
-        notes = workload.notes()
-    else:
-        notes = []
-    cost = cost_of(scenario)
+    trace = scan_trace(scenario) if scenario.workload.trace is not None else None
+    notes = trace.notes() if trace is not None else []
+    cost = cost_of(scenario, trace)
     print(f"{args.scenario}: {cost.summary()}")
     if not args.force:
         check_budget(args.scenario, scenario, cost)

@@ -36,7 +36,7 @@ from kvtui.sim.request import Request
 from kvtui.sim.workload.arrivals import Submit, start_arrivals
 from kvtui.sim.workload.azure import AzureReader
 from kvtui.sim.workload.mooncake import MOONCAKE_HASH_BLOCK, MooncakeReader
-from kvtui.sim.workload.reader import TraceReader, TraceRequest
+from kvtui.sim.workload.reader import TraceReader, TraceRequest, TraceShape
 from kvtui.sim.workload.slo import slo_fields
 from kvtui.sim.workload.trace_keys import HashChain, covered_keys, own_keys
 from kvtui.sim.workload.weka import WekaConversation, WekaReader
@@ -88,6 +88,7 @@ class TraceWorkload:
         self.weka: WekaReader | None = None
         self.conversation_ids: list[str] = []
         self.weka_requests = 0  # requests in the weka files (one copy each)
+        self.shape = TraceShape()  # what the scan saw (one copy), for the cost estimate
         if trace.format == "weka":
             self._scan_weka()
         else:
@@ -103,7 +104,10 @@ class TraceWorkload:
     # -- the validating pass -----------------------------------------------------------------
     def _scan_lines(self) -> None:
         reader = line_reader(self.trace)
-        stamps = [rec.t for rec in selected(reader.records(), self.trace.start_s, self.trace.limit)]
+        stamps = []
+        for rec in selected(reader.records(), self.trace.start_s, self.trace.limit):
+            stamps.append(rec.t)
+            self.shape.add(rec)
         self.skipped = reader.skipped
         if not stamps:
             raise InputError.one(self.trace.path, None, f"no requests at or after start_s={self.trace.start_s:g}")
@@ -119,6 +123,8 @@ class TraceWorkload:
         for conv in self.weka.conversations():
             self.conversation_ids.append(conv.id)
             self.weka_requests += len(conv.requests)
+            for rec in conv.requests:
+                self.shape.add(rec)
         self.skipped = self.weka.skipped
 
     # -- what the CLI reports ------------------------------------------------------------------
