@@ -116,11 +116,13 @@ def check_policy(name: str | None) -> None:
         raise UsageError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
 
 
-def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None) -> tuple[object, dict]:
+def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,
+             budget=None) -> tuple[object, dict]:
     """Run a scenario to the end; return the simulation and its result document.
 
     A run that takes more than a second shows a progress bar on stderr when it is a terminal
-    (`kvtui.cli.progress`); `label` names the run there.
+    (`kvtui.cli.progress`); `label` names the run there. `budget` (a `RunBudget`) stops a run
+    past it with exit 2.
     """
     from kvtui.cli.progress import progress_bar
     from kvtui.sim.engine import Simulation
@@ -130,11 +132,18 @@ def run_once(scenario, seed: int | None = None, policy: str | None = None, label
     sim = Simulation(scenario, seed=seed, policy=policy)
     try:
         with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})") as progress:
-            sim.run(progress=progress)
+            sim.run(progress=_both(progress, budget))
         wall = time.perf_counter() - t0
         return sim, result_document(sim, wall)
     finally:
         sim.close()
+
+
+def _both(progress, budget):
+    """One progress callback out of the bar's and the budget's (either may be None)."""
+    if progress is None or budget is None:
+        return progress or budget
+    return lambda sim: (budget(sim), progress(sim))
 
 
 def write_json(path: str, doc: dict) -> None:
