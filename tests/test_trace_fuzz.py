@@ -33,6 +33,7 @@ from fuzz_support import call, cap_memory, estimated_seconds, judged_run
 SCALE = float(os.environ.get("KVTUI_FUZZ_SCALE", "1"))
 EXAMPLES = max(1, int(25 * SCALE))
 OUTCOMES: Counter = Counter()
+ENDINGS: Counter = Counter()  # inputs per (format, line ends), whatever their outcome
 
 SETTINGS = settings(
     max_examples=EXAMPLES,
@@ -169,6 +170,7 @@ line_ends = st.sampled_from(["lf"] * 6 + sorted(set(LINE_ENDS) - {"lf"}))
 def check(tmp_path: Path, capsys, fmt: str, files: dict[str, bytes], section: dict, policy: str, rate: float, ending: str = "lf") -> None:
     """validate, then run when validate accepted; record the outcome class."""
     cap_memory()
+    ENDINGS[(fmt, ending)] += 1
     for name, data in files.items():
         (tmp_path / name).write_bytes(LINE_ENDS[ending](data))
     target = "sessions" if fmt == "weka" else next(iter(files))
@@ -191,7 +193,6 @@ def check(tmp_path: Path, capsys, fmt: str, files: dict[str, bytes], section: di
     assert kind == "accepted_run_ok", f"validate accepted, run ended {kind} ({ending}):\n{ran.describe()}"
     skipped = "skipped" in ran.err
     OUTCOMES[(fmt, "accepted, ran" + (" (records skipped)" if skipped else ""))] += 1
-    OUTCOMES[(fmt, f"line ends: {ending}")] += 1
 
 
 policies = st.sampled_from(["round_robin", "dynamo", "least_loaded"])
@@ -223,3 +224,5 @@ def report():
         print(f"\ntrace fuzz (KVTUI_FUZZ_SCALE={SCALE:g}): {sum(OUTCOMES.values())} inputs")
         for (fmt, outcome), n in sorted(OUTCOMES.items()):
             print(f"  {fmt:9} {outcome:35} {n}")
+        for (fmt, ending), n in sorted(ENDINGS.items()):
+            print(f"  {fmt:9} {'written with line ends ' + ending:35} {n}")
