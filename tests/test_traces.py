@@ -202,6 +202,9 @@ def test_weka_rejected_turn_ends_the_conversation(tmp_path):
     arrival = Arrival(process="closed_loop", users=1)
     _, reqs = replay("weka", f, limit=5, arrival=arrival, reject=lambda r: r.turn == 2, copies=5)
     assert [(r.session, r.turn) for r in reqs] == [("c", 1), ("c", 2), ("c#2", 1), ("c#2", 2), ("c#3", 1)]
+    wl, reqs = replay("weka", f, arrival=arrival, reject=lambda r: r.turn == 2, copies=2)
+    assert len(reqs) == 4 and wl.turns_cut == 6  # the records given (10) minus the arrived: said, not silent
+    assert "6 later turn(s) of 2 conversation(s) not sent" in wl.notes()[-1]
 
 
 @pytest.mark.parametrize("bs", [16, 48, 64, 128, 200])

@@ -95,6 +95,8 @@ class TraceWorkload:
             self._scan_lines()
         self.requests_issued = 0
         self.sessions_started = 0
+        self.turns_cut = 0  # weka: later turns of conversations a rejected or failed turn ended
+        self.conversations_cut = 0
         self._slo = slo_fields(trace.slo, trace.sheddable)  # the Request fields every replayed call carries
         self._chain = HashChain(b"mooncake")
         self._labels: dict[int, str] = {}
@@ -148,6 +150,9 @@ class TraceWorkload:
                 f"weka replay: {n} conversation(s) x {copies} cop{'y' if copies == 1 else 'ies'} = {n * copies} "
                 f"({n * (copies - 1)} replayed as copies with keys of their own), up to {self.total_requests} requests"
             )
+        if self.turns_cut:
+            out.append(f"weka replay: {self.turns_cut} later turn(s) of {self.conversations_cut} conversation(s) not sent: "
+                       "a rejected or failed turn ends its conversation (its next prompt would contain the missing reply)")
         return out
 
     def start(self, env: simpy.Environment, submit: Submit) -> None:
@@ -255,6 +260,8 @@ class TraceWorkload:
             )
             outcome = yield self._submit(req)
             if outcome != "completed":
+                self.turns_cut += len(conv.requests) - turn
+                self.conversations_cut += 1
                 return
             previous_end = env.now
 
