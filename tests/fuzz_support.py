@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 SCALE = max(1, int(os.environ.get("KVTUI_FUZZ_SCALE", "1")))
 TIME_BOUND_S = float(os.environ.get("KVTUI_FUZZ_TIME_BOUND", "60"))
@@ -54,13 +54,15 @@ def cap_memory() -> None:
 
 
 def fuzz_settings(examples: int) -> settings:
-    """Hypothesis settings for `examples` x SCALE inputs, no deadline (time is bounded by alarm)."""
+    """Hypothesis settings for `examples` x SCALE inputs, no deadline (time is bounded by alarm).
+    A campaign does not shrink (a failing input would be replayed, and counted, many times)."""
     return settings(
         max_examples=examples * SCALE,
         deadline=None,
         derandomize=SCALE == 1,
         database=None,
         suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate] if CAMPAIGN else list(Phase),
     )
 
 
@@ -152,6 +154,9 @@ def judged_run(argv: list[str], estimate_s: float) -> tuple[Outcome, str]:
     return out, "accepted_run_ok"
 
 
+FAILURES = ("traceback", "hang", "oom", "accepted_run_failed", "refused_without_file", "over_estimate")
+
+
 class Tally:
     """Counts of outcome classes for one test; written to KVTUI_FUZZ_TALLY when set."""
 
@@ -161,6 +166,22 @@ class Tally:
 
     def add(self, kind: str) -> None:
         self.counts[kind] += 1
+
+    def failed(self, kind: str, message: str) -> None:
+        """A failure of the oracle: the test fails at once, or (a campaign) it is counted, its
+        message kept in $KVTUI_FUZZ_KEEP, and `assert_clean` fails the test at the end."""
+        self.add(kind)
+        if not CAMPAIGN:
+            raise AssertionError(message)
+        keep = os.environ.get("KVTUI_FUZZ_KEEP")
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            with open(os.path.join(keep, f"{self.name}.{kind}.{self.counts[kind]}.txt"), "w", encoding="utf-8") as f:
+                f.write(message)
+
+    def assert_clean(self) -> None:
+        bad = {k: n for k, n in self.counts.items() if k in FAILURES}
+        assert not bad, f"{self.name}: {bad}"
 
     def write(self) -> None:
         path = os.environ.get("KVTUI_FUZZ_TALLY")

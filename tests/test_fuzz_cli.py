@@ -183,9 +183,10 @@ def _check_run_after_validate(path: str, out, tally: Tally, tmp: Path) -> None:
         tally.add("accepted_not_run_big")
         return
     ran, kind = judged_run(["run", path, "--json", str(tmp / "r.json")], estimate)
-    tally.add(kind)
     if kind != "accepted_run_ok":
-        pytest.fail(f"validate accepted {path} but run ended {kind}: {ran.describe()}\n{Path(path).read_bytes()[:3000]!r}")
+        tally.failed(kind, f"validate accepted {path} but run ended {kind}: {ran.describe()}\n{Path(path).read_bytes()[:3000]!r}")
+        return
+    tally.add(kind)
 
 
 def _validate_then_run(text: bytes, tmp: Path, tally: Tally, label: str = "") -> None:
@@ -196,8 +197,10 @@ def _validate_then_run(text: bytes, tmp: Path, tally: Tally, label: str = "") ->
     out = call(["validate", str(path)])
     if out.kind == "refused" and not names_its_file(out, (str(path), "/")):
         out.kind = "refused_without_file"
+    if out.kind not in ("ok", "refused"):
+        tally.failed(out.kind, f"{label}{out.describe()}\ninput: {text[:3000]!r}")
+        return
     tally.add(out.kind)
-    assert out.kind in ("ok", "refused"), f"{label}{out.describe()}\ninput: {text[:3000]!r}"
     if out.kind == "ok":
         _check_run_after_validate(str(path), out, tally, tmp)
 
@@ -214,6 +217,7 @@ def test_fuzz_scenario_files(tmp_path_factory):
         check()
     finally:
         tally.write()
+    tally.assert_clean()
 
 
 SET_VALUES = st.one_of(
@@ -252,8 +256,10 @@ def test_fuzz_set_values(tmp_path_factory):
     @given(set_args())
     def check(args):
         out = call(["validate", str(base), *args])
+        if out.kind not in ("ok", "refused"):
+            tally.failed(out.kind, f"{out.describe()}\nargs: {args!r}")
+            return
         tally.add(out.kind)
-        assert out.kind in ("ok", "refused"), f"{out.describe()}\nargs: {args!r}"
         if out.kind == "ok":
             tmp = tmp_path_factory.mktemp("r")
             estimate = estimated_seconds(out.out)
@@ -261,14 +267,16 @@ def test_fuzz_set_values(tmp_path_factory):
                 tally.add("accepted_not_run_big")
                 return
             ran, kind = judged_run(["run", str(base), *args, "--json", str(tmp / "r.json")], estimate)
-            tally.add(kind)
             if kind != "accepted_run_ok":
-                pytest.fail(f"validate accepted {args!r} but run ended {kind}: {ran.describe()}")
+                tally.failed(kind, f"validate accepted {args!r} but run ended {kind}: {ran.describe()}")
+                return
+            tally.add(kind)
 
     try:
         check()
     finally:
         tally.write()
+    tally.assert_clean()
 
 
 @st.composite
@@ -323,6 +331,7 @@ def test_fuzz_argument_lists(tmp_path_factory):
         check()
     finally:
         tally.write()
+    tally.assert_clean()
 
 
 def test_bombs_are_refused_with_a_line(tmp_path):
@@ -527,3 +536,5 @@ def test_fuzz_scenario_classes(tmp_path_factory):
     finally:
         for tally in tallies.values():
             tally.write()
+    for tally in tallies.values():
+        tally.assert_clean()

@@ -333,7 +333,7 @@ def _trace(scenario: Scenario, shape: TraceShape | None) -> Load:
     trace = scenario.workload.trace
     copies = trace.copies if trace.format == "weka" else 1
     scanned = shape.times(copies) if shape is not None else None
-    counts = [n for n in (trace.limit, scanned and scanned.requests, scenario.workload.requests) if n is not None]
+    counts = [n for n in (trace.limit, scanned and scanned.requests) if n is not None]  # workload.requests: not for traces
     requests = min(counts) if counts else 0
     ends_by = "the trace's end" if counts else "the trace's end (length unknown)"
     if not scanned or not scanned.requests:
