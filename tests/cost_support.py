@@ -14,11 +14,8 @@ import time
 import tracemalloc
 from dataclasses import dataclass
 
-from kvtui.scenario.cost import Cost, estimate
+from kvtui.scenario.cost import FACTOR, Cost, estimate
 from kvtui.sim.engine import Simulation
-
-FACTOR = 3.0
-"""The stated factor: a run's CPU time and peak memory stay within 3x of the estimate."""
 
 
 @dataclass

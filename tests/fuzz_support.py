@@ -33,11 +33,12 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, settings
 
+from kvtui.scenario.cost import FACTOR  # an accepted run's CPU time stays within this of its estimate
+
 SCALE = max(1, int(os.environ.get("KVTUI_FUZZ_SCALE", "1")))
 TIME_BOUND_S = float(os.environ.get("KVTUI_FUZZ_TIME_BOUND", "60"))
 CAMPAIGN = SCALE > 1
 MEMORY_CAP = int(float(os.environ.get("KVTUI_FUZZ_MEMORY_CAP", str(4 << 30))))
-FACTOR = 3.0  # an accepted run's CPU time stays within this of its estimate (scenario/cost.py)
 MIN_JUDGED_S = 0.2  # runs shorter than this are not judged against their estimate (timer noise)
 
 

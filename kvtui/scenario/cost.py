@@ -13,7 +13,7 @@ The estimate is a sum of terms, one per thing a run does, each with a constant m
 this machine's kind (tests/test_cost_model.py checks every term against measured runs: CPU
 time and peak traced memory stay within `FACTOR` of the estimate, at a small size):
 
-- per run: building the simulation (`SECONDS_PER_RUN`);
+- per run and per node: loading, building and reporting (`SECONDS_PER_RUN`, `SECONDS_PER_NODE`);
 - per request: arrival, routing over every node, metrics (`SECONDS_PER_REQUEST`,
   `SECONDS_PER_NODE_CHOICE` x nodes);
 - per block a request touches (tokens / `block_size`, so `block_size: 1` costs what it should):
@@ -21,9 +21,10 @@ time and peak traced memory stay within `FACTOR` of the estimate, at a small siz
 - per pool block, built up front (`SECONDS_PER_BLOCK`, `BYTES_PER_BLOCK`);
 - roofline: per scheduler step (`SECONDS_PER_ITERATION`);
 - shared_prefix: per user (num_groups x prompts per group), whose prompt is drawn and held;
-- the control-plane store (`metadata:`): a record per block stored or evicted, an fsync per
-  record (`always`) or per sim instant (`batch`), and a snapshot of every cached block each
-  `snapshot_every` records (`SECONDS_PER_SNAPSHOT_BLOCK`);
+- the control-plane store (`metadata:`): its records (a few per request, more as requests span
+  more blocks: `BLOCKS_PER_RECORD`), an fsync per record (`always`) or per sim instant
+  (`batch`), and a snapshot of the cached blocks each `snapshot_every` records
+  (`SECONDS_PER_SNAPSHOT_BLOCK`);
 - traces: the scan that validates one reads every request, so a trace's requests, their
   lengths and the weka `copies` are known exactly (`TraceShape`), not guessed.
 
