@@ -62,7 +62,7 @@ SECONDS_PER_ITERATION = 1e-4  # roofline: one scheduler step (measured 63 us on 
 SECONDS_PER_USER = 2e-5
 SECONDS_PER_RECORD = 3e-5
 BLOCKS_PER_RECORD = 64  # measured: ~5 records per request of ~380 blocks, ~51 at ~6,000
-SECONDS_PER_FSYNC = 1.5e-4
+SECONDS_PER_FSYNC = 2e-3  # measured 0.13 ms alone, 5-10 ms with the disk shared: a pessimist's figure
 SECONDS_PER_SNAPSHOT = 5e-4  # a snapshot file written (and fsynced): 3.1x under at 1e-4 with fsync always, snapshot_every 1
 SECONDS_PER_SNAPSHOT_BLOCK = 1.5e-7
 
@@ -176,6 +176,7 @@ def _store_seconds(scenario: Scenario, cost: Cost, load: Load) -> float:
         return 0.0
     records = 2 * cost.requests + _request_blocks(scenario, cost, load) / BLOCKS_PER_RECORD
     fsyncs = {"always": records, "batch": 2 * cost.requests, "never": 0.0}[meta.fsync]
+    fsyncs += records / meta.snapshot_every if meta.fsync == "always" else 0.0  # each snapshot synced too
     cached = min(cost.peak_blocks, _request_blocks(scenario, cost, load))
     snapshots = records / meta.snapshot_every
     return (records * SECONDS_PER_RECORD + fsyncs * SECONDS_PER_FSYNC
