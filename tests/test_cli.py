@@ -168,3 +168,21 @@ def test_ladder_eta_scales_the_estimate_by_the_runs_so_far():
     assert _eta(0.0, 0.0, 90.0) == "~1m30s"  # nothing run yet: the cost estimate as it is
     assert _eta(10.0, 5.0, 30.0) == "~1m00s"  # runs took twice their estimate so far
     assert _eta(1.0, 4.0, 8.0) == "~2s"
+
+
+def test_a_run_past_its_budget_stops_with_exit_2_naming_the_file(tmp_path):
+    """issue 24: what the estimate cannot bound is enforced as the run goes (kvtui/cli/budget.py)."""
+    from kvtui.cli.budget import RunBudget
+    from kvtui.cli.common import run_once
+    from kvtui.errors import InputError
+    from kvtui.scenario import load_scenario
+
+    scenario = load_scenario("scenarios/pressure.yaml")
+    with pytest.raises(InputError) as e:
+        run_once(scenario, budget=RunBudget("scenarios/pressure.yaml", seconds=0.0))
+    assert str(e.value).startswith("scenarios/pressure.yaml: over budget while running, stopped at t=")
+    with pytest.raises(InputError) as e:
+        run_once(scenario, budget=RunBudget("scenarios/pressure.yaml", memory_bytes=-1))
+    assert "past the budget of" in str(e.value)
+    _, doc = run_once(scenario, budget=RunBudget("scenarios/pressure.yaml"))
+    assert doc

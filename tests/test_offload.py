@@ -11,6 +11,7 @@ from kvtui.events import BlocksEvicted, BlocksStored, RequestScheduled
 from kvtui.run.facts import SimulationFacts
 from kvtui.run.narrate import History, explain
 from kvtui.scenario import load_scenario
+from kvtui.scenario.plan import node_plans
 from kvtui.sim.deployment import node_offload
 from kvtui.sim.engine import Simulation
 from kvtui.sim.kv_manager import KVCacheManager, OffloadSpec
@@ -90,11 +91,11 @@ def test_load_time_is_a_per_gpu_shard_over_its_own_link():
     """Llama-3.1-8B bf16 holds 128 KiB of KV per token; a 16-token block over 50 GB/s takes 41.9 us,
     and with TP=2 each GPU moves half the block over its own link."""
     one = load_scenario("scenarios/pressure.yaml", ["cluster.offload.cpu_blocks=64"])
-    spec = node_offload(one, one.cluster.nodes[0])
+    spec = node_offload(node_plans(one)[0])
     assert spec.cpu_blocks == 64
     assert spec.seconds_per_block == pytest.approx(16 * 131072 / 50e9)
     two = load_scenario("scenarios/pressure.yaml", ["cluster.offload.cpu_blocks=64", "cluster.tensor_parallel=2"])
-    assert node_offload(two, two.cluster.nodes[0]).seconds_per_block == pytest.approx(spec.seconds_per_block / 2)
+    assert node_offload(node_plans(two)[0]).seconds_per_block == pytest.approx(spec.seconds_per_block / 2)
 
 
 def _doc(overrides):

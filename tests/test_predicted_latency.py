@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import replace
 from pathlib import Path
 
@@ -255,15 +254,7 @@ def test_linear_predictor_learns_a_linear_law_and_retrains_on_sim_time():
     assert tpot == pytest.approx([14.0, 12.0], rel=0.02)
 
 
-def test_xgboost_missing_gives_a_clear_error(monkeypatch):
-    real = builtins.__import__
-
-    def fake(name, *a, **k):
-        if name == "xgboost":
-            raise ImportError("No module named 'xgboost'")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", fake)
+def test_xgboost_missing_gives_a_clear_error(without_xgboost):
     with pytest.raises(ImportError, match="kvtui\\[xgboost\\]"):
         PredictedLatency(PredictedLatencyConfig(regressor="xgboost"))
     assert "pip install 'kvtui[xgboost]'" in MISSING_XGBOOST

@@ -407,10 +407,12 @@ def test_user_profiles_add_names_and_are_used(tmp_path):
         """)
     s = load_scenario(path)
     assert s.hardware["l40s"].memory_gb == 48 and s.models["tiny"].head_dim is None
-    from kvtui.sim.deployment import build_latency, node_capacity
+    from kvtui.scenario.plan import node_plans
+    from kvtui.sim.deployment import build_latency
 
-    assert node_capacity(s, s.cluster.nodes[0]) > 0
-    assert build_latency(s, s.cluster.nodes[0]).tp == 2
+    plan = node_plans(s)[0]
+    assert plan.kv_blocks > 0
+    assert build_latency(s, plan).tp == 2
     over = load_scenario(path, ["hardware.l40s.memory_gb=24", "models.tiny.layers=8"])
     assert (over.hardware["l40s"].memory_gb, over.models["tiny"].layers) == (24, 8)
 
@@ -639,3 +641,23 @@ def test_a_non_empty_metadata_dir_is_refused_unless_resumed(tmp_path, monkeypatc
     assert (file, line) == (str(path), text.splitlines().index("  dir: wal") + 1)
     assert "metadata.dir: 'wal' is not empty" in message and "metadata.resume: true" in message
     assert load_scenario(path, ["metadata.resume=true"]).metadata.resume
+
+
+def test_a_run_that_cannot_advance_or_import_is_refused_at_its_line(tmp_path, without_xgboost):
+    """issue 20: an SGLang eviction interval that never moves the clock, and xgboost asked for
+    where it is not installed, are input problems at their lines, not a hang or a traceback."""
+    path = write(tmp_path, """\
+        name: x
+        router:
+          policy: sglang_cache_aware
+          sglang: {eviction_interval_s: 1e-300}
+          predicted_latency: {regressor: xgboost}
+        workload: {requests: 3}
+        """)
+    with pytest.raises(InputError) as e:
+        load_scenario(path)
+    text = str(e.value)
+    assert f"{path}:4: router.sglang.eviction_interval_s: must be 0 (never) or at least 0.001 s" in text
+    assert f"{path}:5: router.predicted_latency.regressor: xgboost needs the xgboost package" in text
+    without_xgboost()  # undone: xgboost is back
+    assert load_scenario(path, ["router.sglang.eviction_interval_s=0", "router.predicted_latency.regressor=linear"])

@@ -5,7 +5,11 @@ nesting, bad bytes, empty and header-only files) and scenario trace sections (li
 time_scale, skip_invalid, copies), and holds two rules:
 
 - never a traceback: every outcome is exit 0, or exit 2 with `file:line: message` lines;
-- what `validate` accepts, `run` finishes (exit 0).
+- what `validate` accepts, `run` finishes (exit 0) within the time bound, the campaign's
+  memory cap and FACTOR x its printed estimate (fuzz_support.judged_run).
+
+Every file is also written with other line ends or a byte-order mark now and then (CRLF, CR
+alone, a UTF-8 BOM, both: issue 24's campaign found a CRLF Mooncake file that hung).
 
 Size knob: KVTUI_FUZZ_SCALE (default 1, ~10 s in all); e.g. KVTUI_FUZZ_SCALE=10 by hand. With
 KVTUI_FUZZ_REPORT=1 the counts per format and outcome are printed at the end (pytest -s).
@@ -24,11 +28,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvtui.cli import main
+from fuzz_support import call, cap_memory, estimated_seconds, judged_run
 
 SCALE = float(os.environ.get("KVTUI_FUZZ_SCALE", "1"))
 EXAMPLES = max(1, int(25 * SCALE))
 OUTCOMES: Counter = Counter()
+ENDINGS: Counter = Counter()  # inputs per (format, line ends), whatever their outcome
 
 SETTINGS = settings(
     max_examples=EXAMPLES,
@@ -157,10 +162,17 @@ trace_section = st.fixed_dictionaries(
 )
 
 
-def check(tmp_path: Path, capsys, fmt: str, files: dict[str, bytes], section: dict, policy: str, rate: float) -> None:
+LINE_ENDS = {"lf": lambda b: b, "crlf": lambda b: b.replace(b"\n", b"\r\n"), "cr": lambda b: b.replace(b"\n", b"\r"),
+             "bom": lambda b: b"\xef\xbb\xbf" + b, "bom_crlf": lambda b: b"\xef\xbb\xbf" + b.replace(b"\n", b"\r\n")}
+line_ends = st.sampled_from(["lf"] * 6 + sorted(set(LINE_ENDS) - {"lf"}))
+
+
+def check(tmp_path: Path, capsys, fmt: str, files: dict[str, bytes], section: dict, policy: str, rate: float, ending: str = "lf") -> None:
     """validate, then run when validate accepted; record the outcome class."""
+    cap_memory()
+    ENDINGS[(fmt, ending)] += 1
     for name, data in files.items():
-        (tmp_path / name).write_bytes(data)
+        (tmp_path / name).write_bytes(LINE_ENDS[ending](data))
     target = "sessions" if fmt == "weka" else next(iter(files))
     if fmt == "weka":
         (tmp_path / "sessions").mkdir(exist_ok=True)
@@ -169,20 +181,17 @@ def check(tmp_path: Path, capsys, fmt: str, files: dict[str, bytes], section: di
     lines = [f"    format: {fmt}", f"    path: {target}"] + [f"    {k}: {json.dumps(v)}" for k, v in section.items()]
     scenario = tmp_path / "s.yaml"
     scenario.write_text(SCENARIO.format(policy=policy, rate=rate, trace="\n".join(lines)))
-    capsys.readouterr()
-    code = main(["validate", str(scenario)])
-    out = capsys.readouterr()
-    assert "Traceback" not in out.err and code in (0, 2), out.err
-    if code == 2:
+    out = call(["validate", str(scenario)])
+    assert out.kind in ("ok", "refused"), f"{fmt} ({ending}): {out.describe()}"
+    if out.kind == "refused":
         assert all(line.startswith(str(tmp_path)) or line.startswith("  ") for line in out.err.splitlines() if line), out.err
         OUTCOMES[(fmt, "rejected by validate")] += 1
         if os.environ.get("KVTUI_FUZZ_REPORT") == "2":
             print(fmt, out.err.splitlines()[0][len(str(tmp_path)):][:150], file=sys.__stderr__)
         return
-    code = main(["run", str(scenario)])
-    out = capsys.readouterr()
-    assert code == 0, f"validate accepted, run exited {code}:\n{out.err}"
-    skipped = "skipped" in out.err
+    ran, kind = judged_run(["run", str(scenario)], estimated_seconds(out.out))
+    assert kind == "accepted_run_ok", f"validate accepted, run ended {kind} ({ending}):\n{ran.describe()}"
+    skipped = "skipped" in ran.err
     OUTCOMES[(fmt, "accepted, ran" + (" (records skipped)" if skipped else ""))] += 1
 
 
@@ -190,21 +199,22 @@ policies = st.sampled_from(["round_robin", "dynamo", "least_loaded"])
 
 
 @SETTINGS
-@given(data=mooncake_file(), section=trace_section, policy=policies)
-def test_fuzz_mooncake(tmp_path_factory, capsys, data, section, policy):
-    check(tmp_path_factory.mktemp("m"), capsys, "mooncake", {"t.jsonl": data}, section, policy, 1.0)
+@given(data=mooncake_file(), section=trace_section, policy=policies, ending=line_ends)
+def test_fuzz_mooncake(tmp_path_factory, capsys, data, section, policy, ending):
+    check(tmp_path_factory.mktemp("m"), capsys, "mooncake", {"t.jsonl": data}, section, policy, 1.0, ending)
 
 
 @SETTINGS
-@given(data=azure_file(), section=trace_section, policy=policies)
-def test_fuzz_azure(tmp_path_factory, capsys, data, section, policy):
-    check(tmp_path_factory.mktemp("a"), capsys, "azure", {"t.csv": data}, section, policy, 1.0)
+@given(data=azure_file(), section=trace_section, policy=policies, ending=line_ends)
+def test_fuzz_azure(tmp_path_factory, capsys, data, section, policy, ending):
+    check(tmp_path_factory.mktemp("a"), capsys, "azure", {"t.csv": data}, section, policy, 1.0, ending)
 
 
 @SETTINGS
-@given(files=st.lists(weka_file(), min_size=1, max_size=3), section=trace_section, policy=policies, rate=st.sampled_from([0.5, 5.0]))
-def test_fuzz_weka(tmp_path_factory, capsys, files, section, policy, rate):
-    check(tmp_path_factory.mktemp("w"), capsys, "weka", {f"c{i}.json": d for i, d in enumerate(files)}, section, policy, rate)
+@given(files=st.lists(weka_file(), min_size=1, max_size=3), section=trace_section, policy=policies, rate=st.sampled_from([0.5, 5.0]),
+       ending=line_ends)
+def test_fuzz_weka(tmp_path_factory, capsys, files, section, policy, rate, ending):
+    check(tmp_path_factory.mktemp("w"), capsys, "weka", {f"c{i}.json": d for i, d in enumerate(files)}, section, policy, rate, ending)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -214,3 +224,5 @@ def report():
         print(f"\ntrace fuzz (KVTUI_FUZZ_SCALE={SCALE:g}): {sum(OUTCOMES.values())} inputs")
         for (fmt, outcome), n in sorted(OUTCOMES.items()):
             print(f"  {fmt:9} {outcome:35} {n}")
+        for (fmt, ending), n in sorted(ENDINGS.items()):
+            print(f"  {fmt:9} {'written with line ends ' + ending:35} {n}")

@@ -202,6 +202,9 @@ def test_weka_rejected_turn_ends_the_conversation(tmp_path):
     arrival = Arrival(process="closed_loop", users=1)
     _, reqs = replay("weka", f, limit=5, arrival=arrival, reject=lambda r: r.turn == 2, copies=5)
     assert [(r.session, r.turn) for r in reqs] == [("c", 1), ("c", 2), ("c#2", 1), ("c#2", 2), ("c#3", 1)]
+    wl, reqs = replay("weka", f, arrival=arrival, reject=lambda r: r.turn == 2, copies=2)
+    assert len(reqs) == 4 and wl.turns_cut == 6  # the records given (10) minus the arrived: said, not silent
+    assert "6 later turn(s) of 2 conversation(s) not sent" in wl.notes()[-1]
 
 
 def test_weka_turns_a_rejection_cut_are_counted(tmp_path):
@@ -518,3 +521,32 @@ def test_validate_and_run_report_skipped_records(tmp_path, capsys):
     scenario.write_text(scenario.read_text().replace(", skip_invalid: true", ""))
     assert main(["validate", str(scenario)]) == 2
     assert f"{tmp_path / 't.jsonl'}:2: not valid JSON" in capsys.readouterr().err
+
+
+def test_a_request_past_the_request_limit_is_refused_at_its_line(tmp_path):
+    """issue 20: 300 x 9,999,999-token requests passed validate and died of memory; a request
+    is held whole, so the trace readers refuse one past MAX_REQUEST_TOKENS (azure, mooncake, weka)."""
+    azure = tmp_path / "a.csv"
+    azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     + "".join(f"2023-11-16 18:15:{i:02d}.000,9999999,10\n" for i in range(3)))
+    assert [(line, "longer than the limit of 4,194,304" in text) for _, line, text in problems_of("azure", azure)] == [
+        (2, True), (3, True), (4, True)]
+    huge = -(-4_194_300 // 512)
+    moon = tmp_path / "m.jsonl"
+    moon.write_text(jsonl(GOOD, {**GOOD, "timestamp": 5, "input_length": 4_194_300, "output_length": 10, "hash_ids": list(range(huge))}))
+    assert [line for _, line, _ in problems_of("mooncake", moon)] == [2]
+    weka = write_weka(tmp_path / "w.json", [weka_turn(0, 100, [1]), weka_turn(1, 4_194_300, [1], out=100)])
+    assert any("longer than the limit" in text for _, _, text in problems_of("weka", weka))
+
+
+@pytest.mark.parametrize("prefix, newline", [(b"", b"\r\n"), (b"\xef\xbb\xbf", b"\n"), (b"\xef\xbb\xbf", b"\r\n")])
+def test_crlf_and_bom_traces_read_like_plain_ones(tmp_path, prefix, newline):
+    lines = [json.dumps({**GOOD, "timestamp": t}).encode() for t in (0, 10, 20)]
+    plain, odd = tmp_path / "p.jsonl", tmp_path / "o.jsonl"
+    plain.write_bytes(b"\n".join(lines) + b"\n")
+    odd.write_bytes(prefix + newline.join(lines) + newline)
+
+    def times(path):
+        return TraceWorkload(Trace(format="mooncake", path=str(path)), Arrival(), 16, np.random.default_rng(0)).times
+
+    assert times(odd) == times(plain)

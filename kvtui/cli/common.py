@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import TYPE_CHECKING
 
 from kvtui.errors import InputError
@@ -80,30 +79,27 @@ def load(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "Scenario":
     return scenario
 
 
-def cost_of(scenario: "Scenario"):
+def cost_of(scenario: "Scenario", trace=None):
+    """The estimate; a trace is scanned for it (its requests and lengths) unless `trace`, a
+    scan already made (a `TraceWorkload`), is given."""
     from kvtui.scenario.cost import estimate
 
-    return estimate(scenario, trace_requests=trace_lines(scenario))
+    if scenario.workload.trace is not None and trace is None:
+        trace = scan_trace(scenario)
+    return estimate(scenario, trace.shape if trace is not None else None)
+
+
+def scan_trace(scenario: "Scenario"):
+    """Read the whole trace now (a `TraceWorkload`): kvtui/run/traces.py."""
+    from kvtui.run.traces import scan_trace as scan
+
+    return scan(scenario)
 
 
 def check_budget(file: str, scenario: "Scenario", cost) -> None:
     over = cost.over_budget()
     if over:
         raise InputError([(file, None, f"over budget: {why}; --force to run it anyway") for why in over])
-
-
-def trace_lines(scenario: "Scenario") -> int | None:
-    """Lines of a one-file trace (an upper bound on its requests), counted without parsing."""
-    from kvtui.scenario.trace_formats import is_conversations
-
-    trace = scenario.workload.trace
-    if trace is None or is_conversations(trace.format) or not os.path.isfile(trace.path):
-        return None
-    lines = 0
-    with open(trace.path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            lines += chunk.count(b"\n")
-    return lines + 1
 
 
 def check_policy(name: str | None) -> None:
@@ -114,19 +110,27 @@ def check_policy(name: str | None) -> None:
 
 
 def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,
-             expected: int | None = None) -> tuple[object, dict]:
+             expected: int | None = None, budget=None) -> tuple[object, dict]:
     """`kvtui.run.run_to_end` with the CLI's progress bar: the simulation and its result document.
 
     A run that takes more than a second shows a progress bar on stderr when it is a terminal
     (`kvtui.cli.progress`); `label` names the run there, `expected` is its request count when
-    the run cannot tell (the cost estimate's).
+    the run cannot tell (the cost estimate's). `budget` (a `RunBudget`) stops a run past it
+    with exit 2.
     """
     from kvtui.cli.progress import progress_bar
     from kvtui.run import run_to_end
 
     with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})", expected=expected) as progress:
-        finished = run_to_end(scenario, seed, policy, on_progress=progress)
+        finished = run_to_end(scenario, seed, policy, on_progress=_both(progress, budget))
     return finished.simulation, finished.document
+
+
+def _both(progress, budget):
+    """One progress callback out of the bar's and the budget's (either may be None)."""
+    if progress is None or budget is None:
+        return progress or budget
+    return lambda p: (budget(p), progress(p))
 
 
 def write_json(path: str, doc: dict) -> None:

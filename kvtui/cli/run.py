@@ -17,7 +17,9 @@ def main(argv: list[str]) -> int:
     if args.json:
         check_output(args.json, [args.scenario], "result")
     scenario = load(args)
-    sim, doc = run_once(scenario, args.seed, args.policy)
+    from kvtui.cli.budget import RunBudget
+
+    sim, doc = run_once(scenario, args.seed, args.policy, budget=None if args.force else RunBudget(args.scenario))
     print_workload_notes(sim)
     print_table(run_table(doc))
     if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load
+from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load, scan_trace
 
 
 def main(argv: list[str]) -> int:
@@ -16,12 +16,9 @@ def main(argv: list[str]) -> int:
     add_force_option(p)
     args = p.parse_args(argv)
     scenario = load(args, budget=False)
-    notes: list[str] = []
-    if scenario.workload.trace is not None:  # read it whole now: a broken line is reported here, not mid-run
-        from kvtui.run.traces import read_whole_trace
-
-        notes = read_whole_trace(scenario)
-    cost = cost_of(scenario)
+    trace = scan_trace(scenario) if scenario.workload.trace is not None else None
+    notes = trace.notes() if trace is not None else []
+    cost = cost_of(scenario, trace)
     print(f"{args.scenario}: {cost.summary()}")
     if not args.force:
         check_budget(args.scenario, scenario, cost)

@@ -13,14 +13,20 @@ from kvtui.scenario.model import Scenario
 from kvtui.sim.workload.trace import TraceWorkload
 from kvtui.sim.workload.trace_stats import TraceStats, trace_stats
 
-__all__ = ["TraceStats", "read_whole_trace", "trace_stats"]
+__all__ = ["TraceStats", "read_whole_trace", "scan_trace", "trace_stats"]
+
+
+def scan_trace(scenario: Scenario) -> TraceWorkload | None:
+    """Read the scenario's whole trace now (None without one), so a broken line is reported
+    before a run rather than in the middle of one, and the cost estimate knows what the trace
+    holds (`TraceWorkload.shape`)."""
+    w = scenario.workload
+    if w.trace is None:
+        return None
+    return TraceWorkload(w.trace, w.arrival, scenario.cluster.block_size, np.random.default_rng(0))
 
 
 def read_whole_trace(scenario: Scenario) -> list[str]:
-    """Read the scenario's trace now, so a broken line is reported before a run rather than
-    in the middle of one; the workload's notes (skipped records, weka copies)."""
-    w = scenario.workload
-    if w.trace is None:
-        return []
-    workload = TraceWorkload(w.trace, w.arrival, scenario.cluster.block_size, np.random.default_rng(0))
-    return workload.notes()
+    """The workload's notes (skipped records, weka copies) after reading its whole trace."""
+    workload = scan_trace(scenario)
+    return [] if workload is None else workload.notes()

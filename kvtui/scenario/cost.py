@@ -9,15 +9,27 @@
   arrays and block keys are held in memory whole);
 - the budget (`--force` overrides): the estimated peak memory and run time.
 
-The estimate is deliberately simple and says so: requests from the stop conditions and the
-arrival process (the stepwise rate schedule integrated exactly over the horizon), peak KV
-blocks from each node's capacity (every block of a pool is allocated up front), memory as
-blocks x `BYTES_PER_BLOCK` + requests x `BYTES_PER_REQUEST` + the prompts in flight, run time
-as requests x `SECONDS_PER_REQUEST` + blocks x `SECONDS_PER_BLOCK` + the roofline model's
-scheduler steps x `SECONDS_PER_ITERATION`. The four constants were
-measured on this project's shipped scenarios (`pressure`, `maas`, `workload-a-small`,
-`big-cluster`: 140-200 B per pool block, 5-50 kB peak per request, mostly what is in flight, 1.4-1.9 ms per request,
-0.4 us per block to build) and rounded up; expect the run-time figure within a factor of a few.
+The estimate is a sum of terms, one per thing a run does, each with a constant measured on
+this machine's kind (tests/test_cost_model.py checks every term against measured runs: CPU
+time and peak traced memory stay within `FACTOR` of the estimate, at a small size):
+
+- per run and per node: loading, building and reporting (`SECONDS_PER_RUN`, `SECONDS_PER_NODE`);
+- per request: arrival, routing over every node, metrics (`SECONDS_PER_REQUEST`,
+  `SECONDS_PER_NODE_CHOICE` x nodes);
+- per block a request touches (tokens / `block_size`, so `block_size: 1` costs what it should):
+  keys, allocation, index updates (`SECONDS_PER_REQUEST_BLOCK`, `BYTES_PER_KEY`);
+- per pool block, built up front (`SECONDS_PER_BLOCK`, `BYTES_PER_BLOCK`);
+- roofline: per scheduler step (`SECONDS_PER_ITERATION`);
+- shared_prefix: per user (num_groups x prompts per group), whose prompt is drawn and held;
+- the control-plane store (`metadata:`): its records (a few per request, more as requests span
+  more blocks: `BLOCKS_PER_RECORD`), an fsync per record (`always`) or per sim instant
+  (`batch`), and a snapshot of the cached blocks each `snapshot_every` records
+  (`SECONDS_PER_SNAPSHOT_BLOCK`);
+- traces: the scan that validates one reads every request, so a trace's requests, their
+  lengths and the weka `copies` are known exactly (`TraceShape`), not guessed.
+
+Memory: pool blocks, requests (what each keeps for the report), the prompts and keys in
+flight, the users' prompts and the store's state.
 
 Distribution bounds use the distribution's clip (`max`) when it has one, else a point six
 standard deviations out (for a lognormal, in log space) -- a draw beyond that has odds below
@@ -29,16 +41,38 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kvtui.scenario.model import Arrival, Dist, Scenario
+from kvtui.scenario.plan import node_plans
+
+if TYPE_CHECKING:
+    from kvtui.sim.workload.reader import TraceShape
 
 MAX_REQUEST_TOKENS = 4_194_304
-BYTES_PER_BLOCK = 200
-BYTES_PER_REQUEST = 20_000
-BYTES_PER_TOKEN_IN_FLIGHT = 8  # a token id (the block keys are a sixteenth of that)
+FACTOR = 3.0  # a run's CPU time and peak memory stay within this factor of the estimate (tested)
+
+SECONDS_PER_RUN = 0.05  # loading, building and reporting a run of one node
+SECONDS_PER_NODE = 0.01  # building a node and reporting it (64 nodes x 12 requests: 0.56 s measured)
 SECONDS_PER_REQUEST = 0.002
+SECONDS_PER_NODE_CHOICE = 2e-5  # a router scores every node for every request
+SECONDS_PER_REQUEST_BLOCK = 2e-6
 SECONDS_PER_BLOCK = 4e-7
 SECONDS_PER_ITERATION = 1e-4  # roofline: one scheduler step (measured 63 us on a 400k-token prefill in 16-token chunks)
+SECONDS_PER_USER = 2e-5
+SECONDS_PER_RECORD = 3e-5
+BLOCKS_PER_RECORD = 64  # measured: ~5 records per request of ~380 blocks, ~51 at ~6,000
+SECONDS_PER_FSYNC = 2e-3  # measured 0.13 ms alone, 5-10 ms with the disk shared: a pessimist's figure
+SECONDS_PER_SNAPSHOT = 5e-4  # a snapshot file written (and fsynced): 3.1x under at 1e-4 with fsync always, snapshot_every 1
+SECONDS_PER_SNAPSHOT_BLOCK = 1.5e-7
+
+BYTES_PER_RUN = 500_000  # a tiny weka run peaked at 1.1 MB (its files parsed)
+BYTES_PER_BLOCK = 200
+BYTES_PER_REQUEST = 20_000
+BYTES_PER_TOKEN_IN_FLIGHT = 8  # a token id
+BYTES_PER_KEY = 60  # a block key held by a request, the index and the store
+BYTES_PER_USER_TOKEN = 8  # shared_prefix: each user's prompt is drawn up front
+
 DEFAULT_SECONDS_BUDGET = 3600.0
 
 
@@ -80,31 +114,81 @@ class Cost:
         return over
 
 
-def estimate(scenario: Scenario, trace_requests: int | None = None) -> Cost:
-    """The cost of running `scenario`; `trace_requests` is the trace's request count if known."""
-    from kvtui.sim.deployment import node_capacity
+@dataclass
+class Load:
+    """What the workload asks of a run, as far as the file (and a trace's scan) tells."""
 
+    requests: float | None
+    ends_by: str
+    longest: float
+    mean_context: float
+    mean_output: float
+    users: float = 0.0  # shared_prefix users, whose prompts are held from the start
+    user_tokens: float = 0.0  # the tokens of one user's prompt
+
+
+def estimate(scenario: Scenario, trace: TraceShape | None = None) -> Cost:
+    """The cost of running `scenario`; `trace` is what the trace's scan saw (None: unread)."""
     cost = Cost()
-    cost.peak_blocks = sum(node_capacity(scenario, spec) for spec in scenario.cluster.nodes)
-    w = scenario.workload
-    if w.trace is not None:
-        requests, ends_by, longest, mean_context, mean_output = _trace(scenario, trace_requests)
-    elif w.shared_prefix is not None:
-        requests, ends_by, longest, mean_context, mean_output = _shared_prefix(scenario, cost)
-    else:
-        requests, ends_by, longest, mean_context, mean_output = _synthetic(scenario, cost)
-    cost.ends_by = ends_by
-    cost.requests = 0 if requests is None else int(min(requests, 1e15))
-    cost.longest_request_tokens = int(min(longest, 1e15))
-    if longest > MAX_REQUEST_TOKENS:
+    plans = node_plans(scenario)
+    cost.peak_blocks = sum(plan.kv_blocks for plan in plans)
+    load = _load(scenario, cost, trace)
+    cost.ends_by = load.ends_by
+    cost.requests = 0 if load.requests is None else int(min(load.requests, 1e15))
+    cost.longest_request_tokens = int(min(load.longest, 1e15))
+    if load.longest > MAX_REQUEST_TOKENS:
         cost.limits.append(("workload", f"a request may reach ~{cost.longest_request_tokens:,} tokens (prompt + output), "
                             f"more than the limit of {MAX_REQUEST_TOKENS:,}; lower the lengths or turns, or clip them with max:"))
-    in_flight = min(cost.requests, _concurrency(scenario))
-    cost.memory_bytes = int(cost.peak_blocks * BYTES_PER_BLOCK + cost.requests * BYTES_PER_REQUEST
-                            + in_flight * mean_context * BYTES_PER_TOKEN_IN_FLIGHT)
-    cost.seconds = cost.requests * SECONDS_PER_REQUEST + cost.peak_blocks * SECONDS_PER_BLOCK
-    cost.seconds += _iterations(scenario, cost.requests, mean_context, mean_output) * SECONDS_PER_ITERATION
+    cost.memory_bytes = int(min(_memory(scenario, cost, load), 1e18))
+    cost.seconds = min(_seconds(scenario, cost, load), 1e18)
     return cost
+
+
+def _load(scenario: Scenario, cost: Cost, trace: TraceShape | None) -> Load:
+    w = scenario.workload
+    if w.trace is not None:
+        return _trace(scenario, trace)
+    if w.shared_prefix is not None:
+        return _shared_prefix(scenario, cost)
+    return _synthetic(scenario, cost)
+
+
+def _request_blocks(scenario: Scenario, cost: Cost, load: Load) -> float:
+    """Blocks the requests touch, all told: each request's prompt and output, in blocks."""
+    return cost.requests * (load.mean_context + load.mean_output) / scenario.cluster.block_size
+
+
+def _seconds(scenario: Scenario, cost: Cost, load: Load) -> float:
+    nodes = len(scenario.cluster.nodes)
+    return (SECONDS_PER_RUN + nodes * SECONDS_PER_NODE + cost.requests * (SECONDS_PER_REQUEST + nodes * SECONDS_PER_NODE_CHOICE)
+            + _request_blocks(scenario, cost, load) * SECONDS_PER_REQUEST_BLOCK
+            + cost.peak_blocks * SECONDS_PER_BLOCK + load.users * SECONDS_PER_USER
+            + _iterations(scenario, cost.requests, load.mean_context, load.mean_output) * SECONDS_PER_ITERATION
+            + _store_seconds(scenario, cost, load))
+
+
+def _store_seconds(scenario: Scenario, cost: Cost, load: Load) -> float:
+    """The control-plane store: a record per KV event (a few per request, more as requests span
+    more blocks), fsyncs by the policy, and a snapshot of the cached blocks every
+    `snapshot_every` records (taken at a group commit)."""
+    meta = scenario.metadata
+    if meta is None:
+        return 0.0
+    records = 2 * cost.requests + _request_blocks(scenario, cost, load) / BLOCKS_PER_RECORD
+    fsyncs = {"always": records, "batch": 2 * cost.requests, "never": 0.0}[meta.fsync]
+    fsyncs += records / meta.snapshot_every if meta.fsync == "always" else 0.0  # each snapshot synced too
+    cached = min(cost.peak_blocks, _request_blocks(scenario, cost, load))
+    snapshots = records / meta.snapshot_every
+    return (records * SECONDS_PER_RECORD + fsyncs * SECONDS_PER_FSYNC
+            + snapshots * (SECONDS_PER_SNAPSHOT + cached * SECONDS_PER_SNAPSHOT_BLOCK))
+
+
+def _memory(scenario: Scenario, cost: Cost, load: Load) -> float:
+    in_flight = min(cost.requests, _concurrency(scenario))
+    held_keys = min(cost.peak_blocks, _request_blocks(scenario, cost, load)) * (2 if scenario.metadata else 1)
+    return (BYTES_PER_RUN + cost.peak_blocks * BYTES_PER_BLOCK + cost.requests * BYTES_PER_REQUEST
+            + in_flight * (load.mean_context + load.mean_output) * (BYTES_PER_TOKEN_IN_FLIGHT + BYTES_PER_KEY / scenario.cluster.block_size)
+            + held_keys * BYTES_PER_KEY + load.users * load.user_tokens * BYTES_PER_USER_TOKEN)
 
 
 def _iterations(scenario: Scenario, requests: int, mean_context: float, mean_output: float) -> float:
@@ -167,17 +251,13 @@ def service_floor(scenario: Scenario, out_min: float) -> float:
     lat, tokens = scenario.latency, max(1.0, out_min)
     if lat.model == "linear":
         return lat.decode_ms_per_token / 1000.0 * tokens
-    from kvtui.scenario.serving import node_serving, profile_catalog
+    from kvtui.scenario.serving import profile_catalog
 
-    hardware, models = profile_catalog(scenario)
-    model, floors = models.get(scenario.model), []
-    for spec in scenario.cluster.nodes:
-        serving = node_serving(scenario, spec)
-        hw = hardware.get(serving.hardware)
-        if model is None or hw is None:
+    model, floors = profile_catalog(scenario)[1].get(scenario.model), []
+    for plan in node_plans(scenario):
+        if model is None or plan.hardware is None:
             return 0.0
-        weights = model.weight_bytes / serving.tp
-        floors.append(weights / hw.hbm_bytes_per_s + lat.iteration_overhead_ms / 1000.0)
+        floors.append(model.weight_bytes / plan.tp / plan.hardware.hbm_bytes_per_s + lat.iteration_overhead_ms / 1000.0)
     return min(floors, default=0.0) * tokens
 
 
@@ -190,7 +270,7 @@ def _never_ends(scenario: Scenario, cost: Cost, why: str, counts: str) -> None:
         cost.limits.append(("workload", f"the workload never ends: set {counts}, workload.duration_s or until_s"))
 
 
-def _synthetic(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float, float, float]:
+def _synthetic(scenario: Scenario, cost: Cost) -> Load:
     w = scenario.workload
     groups = w.groups or ()
     turns_mean = max((max(1.0, mean(g.turns)) for g in groups), default=1.0)
@@ -209,9 +289,9 @@ def _synthetic(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float
     mean_output = max((max(1.0, mean(g.output_tokens)) for g in groups), default=1.0)
     if not options:
         _never_ends(scenario, cost, by, "workload.requests or workload.sessions")
-        return None, "never ends", longest, mean_context, mean_output
+        return Load(None, "never ends", longest, mean_context, mean_output)
     requests, ends_by = min(options)
-    return requests, ends_by, longest, mean_context, mean_output
+    return Load(requests, ends_by, longest, mean_context, mean_output)
 
 
 def _group_longest(g) -> float:
@@ -220,7 +300,7 @@ def _group_longest(g) -> float:
     return g.system_prompt_tokens + turns * (upper(g.question_tokens) + 1 + upper(g.output_tokens) + 1)
 
 
-def _shared_prefix(scenario: Scenario, cost: Cost) -> tuple[float | None, str, float, float, float]:
+def _shared_prefix(scenario: Scenario, cost: Cost) -> Load:
     w, sp = scenario.workload, scenario.workload.shared_prefix
     users = sp.num_groups * sp.num_prompts_per_group
     options: list[tuple[float, str]] = []
@@ -239,21 +319,29 @@ def _shared_prefix(scenario: Scenario, cost: Cost) -> tuple[float | None, str, f
     o_mean = mean(sp.output_dist) if sp.output_dist else sp.output_len
     if not options:
         _never_ends(scenario, cost, by, "workload.requests or shared_prefix.rounds")
-        return None, "never ends", system + question + output, system + question, o_mean
+        return Load(None, "never ends", system + question + output, system + question, o_mean)
     requests, ends_by = min(options)
     rounds = max(1.0, requests / users) if sp.multi_turn else 1.0
     longest = system + rounds * (question + output + 2)
     if sp.max_context_tokens is not None:
         longest = min(longest, sp.max_context_tokens + question + output + 2)
-    return requests, ends_by, longest, min(longest, sp.system_prompt_len + q_mean + rounds / 2 * (q_mean + o_mean)), o_mean
+    context = min(longest, sp.system_prompt_len + q_mean + rounds / 2 * (q_mean + o_mean))
+    return Load(requests, ends_by, longest, context, o_mean, users, sp.system_prompt_len + q_mean)
 
 
-def _trace(scenario: Scenario, trace_requests: int | None) -> tuple[float | None, str, float, float, float]:
-    """A trace ends by itself; lengths are the trace reader's to bound (it checks each line)."""
+def _trace(scenario: Scenario, shape: TraceShape | None) -> Load:
+    """A trace ends by itself; its scan (`shape`) knows its requests and their lengths. Without
+    the scan (a library caller), only the counts the file states are known."""
     trace = scenario.workload.trace
-    counts = [n for n in (trace.limit, trace_requests, scenario.workload.requests) if n is not None]
+    copies = trace.copies if trace.format == "weka" else 1
+    scanned = shape.times(copies) if shape is not None else None
+    counts = [n for n in (trace.limit, scanned and scanned.requests) if n is not None]  # workload.requests: not for traces
     requests = min(counts) if counts else 0
-    return requests, "the trace's end" if counts else "the trace's end (length unknown)", 0.0, 0.0, 0.0
+    ends_by = "the trace's end" if counts else "the trace's end (length unknown)"
+    if not scanned or not scanned.requests:
+        return Load(requests, ends_by, 0.0, 0.0, 0.0)
+    mean_prompt, mean_output = scanned.prompt_tokens / scanned.requests, scanned.output_tokens / scanned.requests
+    return Load(requests, ends_by, scanned.longest, mean_prompt, mean_output)
 
 
 def _concurrency(scenario: Scenario) -> int:
@@ -329,6 +417,8 @@ def _mb(n: float) -> str:
 
 
 def _duration(s: float) -> str:
+    if s < 1:
+        return f"{s:.2f} s"
     if s < 60:
         return f"{s:.1f} s"
     if s < 3600:

@@ -42,8 +42,9 @@ from kvtui.scenario.schema import (
     type_phrase,
     unknown_key_message,
 )
-from kvtui.profiles import gb, memory_fit, tp_problem
-from kvtui.scenario.serving import node_serving, profile_catalog
+from kvtui.profiles import gb, tp_problem
+from kvtui.scenario.plan import node_plans
+from kvtui.scenario.serving import profile_catalog
 
 __all__ = ["load_scenario"]
 
@@ -540,6 +541,32 @@ def _check_scenario(scenario: Scenario, b: _Builder) -> None:
     _check_capacity(scenario, b)
     _check_groups(scenario, b)
     _check_story(scenario, b)
+    _check_router(scenario, b)
+
+
+MIN_EVICTION_INTERVAL_S = 1e-3
+"""SGLang's eviction timer catches up one interval at a time (kvtui/sim/router/sglang.py): a
+shorter interval is a loop that does not advance (1e-300 s never moves a clock of seconds)."""
+
+
+def _check_router(scenario: Scenario, b: _Builder) -> None:
+    """Router settings that would hang a run, or need a package that is not installed."""
+    interval = scenario.router.sglang.eviction_interval_s
+    if 0 < interval < MIN_EVICTION_INTERVAL_S:
+        path = "router.sglang.eviction_interval_s"
+        b.report_at(path, f"{path}: must be 0 (never) or at least {MIN_EVICTION_INTERVAL_S:g} s, got {interval:g}")
+    if scenario.router.predicted_latency.regressor == "xgboost" and not _xgboost_installed():
+        path = "router.predicted_latency.regressor"
+        b.report_at(path, f"{path}: xgboost needs the xgboost package, which is not installed here; "
+                    "`pip install 'kvtui[xgboost]'`, or use regressor: linear")
+
+
+def _xgboost_installed() -> bool:
+    try:
+        import xgboost  # noqa: F401, PLC0415  (optional dependency: is it there?)
+    except Exception:  # noqa: BLE001 - an ImportError, or a broken install (its native library)
+        return False
+    return True
 
 
 def _check_story(scenario: Scenario, b: _Builder) -> None:
@@ -606,29 +633,22 @@ def _check_capacity(scenario: Scenario, b: _Builder) -> None:
     `gpu_memory_utilization x memory`; a derived capacity must leave at least one block.
     Reported at the node, with the numbers in GB.
     """
-    hardware, models = profile_catalog(scenario)
-    model = models.get(scenario.model)
+    model = profile_catalog(scenario)[1].get(scenario.model)
     if model is None or not (b.is_clean("model") and b.is_clean("cluster.block_size")):
         return
-    for i, spec in enumerate(scenario.cluster.nodes):
-        path = f"cluster.nodes[{i}]"
-        serving = node_serving(scenario, spec)
-        hw = hardware.get(serving.hardware)
+    for i, plan in enumerate(node_plans(scenario)):
+        path, spec, hw = f"cluster.nodes[{i}]", plan.spec, plan.hardware
         hw_path = f"{path}.hardware" if spec.hardware is not None else "cluster.hardware"
         if hw is None or not (b.is_clean(path) and b.is_clean(hw_path)):
             continue
         tp_path = f"{path}.tensor_parallel" if spec.tensor_parallel is not None else "cluster.tensor_parallel"
-        if problem := tp_problem(model, serving.tp):
-            b.report_at(tp_path, f"{path} ({spec.name!r}): tensor_parallel {serving.tp} does not fit {model.name}: {problem}")
+        if problem := tp_problem(model, plan.tp):
+            b.report_at(tp_path, f"{path} ({spec.name!r}): tensor_parallel {plan.tp} does not fit {model.name}: {problem}")
             continue
-        if serving.tp > 1 and hw.link_bytes_per_s <= 0:
-            b.report_at(hw_path, f"{path} ({spec.name!r}): tensor_parallel {serving.tp} needs an interconnect, "
+        if plan.tp > 1 and hw.link_bytes_per_s <= 0:
+            b.report_at(hw_path, f"{path} ({spec.name!r}): tensor_parallel {plan.tp} needs an interconnect, "
                         f"but {hw.name} has no interconnect_gb_s")
-        fit = memory_fit(
-            hw, model, block_size=scenario.cluster.block_size, utilization=spec.gpu_memory_utilization,
-            tp=serving.tp, kv_dtype=serving.kv_dtype, batched_tokens=spec.max_num_batched_tokens,
-        )
-        if message := _fit_problem(fit, spec.kv_blocks, model.name, hw.name, spec.gpu_memory_utilization):
+        if message := _fit_problem(plan.fit, spec.kv_blocks, model.name, hw.name, spec.gpu_memory_utilization):
             b.report_at(path, f"{path} ({spec.name!r}): {message}")
 
 

@@ -27,11 +27,12 @@ from kvtui.events import (
     SimulationEnded,
 )
 from kvtui.scenario.model import Scenario, ScriptedEvent
+from kvtui.scenario.plan import node_plans
 from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
-from kvtui.sim.deployment import build_latency, node_capacity, node_offload
+from kvtui.sim.deployment import build_latency, node_offload
 from kvtui.sim.request import Request
 from kvtui.sim.router.router import Router
 
@@ -58,15 +59,15 @@ class Simulation:
 
         self.nodes: list[Node] = []
         self.node_by_name: dict[str, Node] = {}
-        for spec in scenario.cluster.nodes:
+        for plan in node_plans(scenario):
             node = Node(
-                spec,
-                node_capacity(scenario, spec),
+                plan.spec,
+                plan.kv_blocks,
                 self.block_size,
-                build_latency(scenario, spec),
+                build_latency(scenario, plan),
                 self.bus,
                 self._finished,
-                node_offload(scenario, spec),
+                node_offload(plan),
             )
             self.nodes.append(node)
             self.node_by_name[node.name] = node

@@ -286,3 +286,18 @@ def test_chapter_line_names_the_policy_when_o_switched_it(make):
             assert f"now {app.runner.policy}; the story is written for {written_for}" in line
 
     asyncio.run(go())
+
+
+def test_a_broken_user_theme_is_skipped_naming_its_file(tmp_path, monkeypatch):
+    """Bad UTF-8, a bad colour and stray CSS each skip their own file only (issue 20)."""
+    (tmp_path / "bytes.toml").write_bytes(b'name = "b"\nprimary = "\xff"\n')
+    (tmp_path / "colour.toml").write_text('name = "c"\nprimary = "#12345z"\n')
+    (tmp_path / "css.toml").write_text('name = "s"\nprimary = "#123456"\n[variables]\nblock-free = "red; } Screen { x: y"\n')
+    (tmp_path / "mine.toml").write_text('name = "mine"\nprimary = "#654321"\n')
+    monkeypatch.setenv("KVTUI_THEMES", str(tmp_path))
+    said: list[str] = []
+    themes = {t.name for t in load_themes(skipped=said.append)}
+    assert "mine" in themes and "dark" in themes and not {"b", "c", "s"} & themes
+    assert len(said) == 3
+    for name, why in (("bytes", "not UTF-8"), ("colour", "is not a colour"), ("css", "variables.block-free")):
+        assert any(str(tmp_path / f"{name}.toml") in m and why in m for m in said), (name, said)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
 from kvtui.errors import InputError
+from kvtui.scenario.cost import MAX_REQUEST_TOKENS
 
 MAX_PROBLEMS = 20
 """Stop reading a broken trace after this many problems: a wrong file would report every line."""
@@ -52,6 +53,29 @@ class TraceRequest:
     output: int
     hash_ids: list[int] | None = None
     think: float = 0.0  # weka: the client's pause after the previous reply
+
+
+@dataclass(slots=True)
+class TraceShape:
+    """What the validating pass learned of a trace's content, for the cost estimate: a trace
+    cannot be bounded from the scenario file, but its scan sees every request."""
+
+    requests: int = 0
+    longest: int = 0  # prompt + output tokens of the longest request
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    span_s: float = 0.0  # the last request's time (before time_scale)
+
+    def add(self, rec: TraceRequest) -> None:
+        self.requests += 1
+        self.longest = max(self.longest, rec.prompt + rec.output)
+        self.prompt_tokens += rec.prompt
+        self.output_tokens += rec.output
+        self.span_s = max(self.span_s, rec.t)
+
+    def times(self, copies: int) -> TraceShape:
+        """The shape of `copies` replays (weka's copies are new conversations)."""
+        return TraceShape(self.requests * copies, self.longest, self.prompt_tokens * copies, self.output_tokens * copies, self.span_s)
 
 
 class Bad(Exception):
@@ -117,6 +141,7 @@ class TraceReader:
                 if parsed is None:
                     continue
                 raw, rec = parsed
+                check_length(rec.prompt, rec.output)
                 t = 0.0 if origin is None else self.seconds(raw, origin)
                 check_time(t, previous)
             except Bad as bad:
@@ -134,6 +159,13 @@ class TraceReader:
         problems.raise_if_any()
         if found == 0:
             raise empty_trace(self.path, problems.skipped)
+
+
+def check_length(prompt: int, output: int) -> None:
+    """A request is held whole in memory (its token arrays and block keys): one past the
+    request limit would run out of memory, not run (the same limit as a synthetic one's)."""
+    if prompt + output > MAX_REQUEST_TOKENS:
+        raise Bad(f"a request of {prompt:,} + {output:,} tokens is longer than the limit of {MAX_REQUEST_TOKENS:,}")
 
 
 def check_time(t: float, previous: float) -> None:

@@ -36,7 +36,7 @@ from kvtui.scenario.trace_formats import is_conversations
 from kvtui.sim.request import Request
 from kvtui.sim.workload.arrivals import Submit, start_arrivals
 from kvtui.sim.workload.mooncake import MOONCAKE_HASH_BLOCK
-from kvtui.sim.workload.reader import TraceReader, TraceRequest, reader_class
+from kvtui.sim.workload.reader import TraceReader, TraceRequest, TraceShape, reader_class
 from kvtui.sim.workload.slo import slo_fields
 from kvtui.sim.workload.trace_keys import HashChain, covered_keys, own_keys
 from kvtui.sim.workload.weka import WekaConversation, WekaReader
@@ -82,13 +82,15 @@ class TraceWorkload:
         self.weka: WekaReader | None = None
         self.conversation_ids: list[str] = []
         self.weka_requests = 0  # requests in the weka files (one copy each)
+        self.shape = TraceShape()  # what the scan saw (one copy), for the cost estimate
         if is_conversations(trace.format):
             self._scan_weka()
         else:
             self._scan_lines()
         self.requests_issued = 0
         self.sessions_started = 0
-        self.turns_cut = 0  # weka turns never sent: an earlier turn of theirs was rejected or failed
+        self.turns_cut = 0  # weka: later turns of conversations a rejected or failed turn ended
+        self.conversations_cut = 0
         self._slo = slo_fields(trace.slo, trace.sheddable)  # the Request fields every replayed call carries
         self._chain = HashChain(b"mooncake")
         self._labels: dict[int, str] = {}
@@ -98,7 +100,10 @@ class TraceWorkload:
     # -- the validating pass -----------------------------------------------------------------
     def _scan_lines(self) -> None:
         reader = line_reader(self.trace)
-        stamps = [rec.t for rec in selected(reader.records(), self.trace.start_s, self.trace.limit)]
+        stamps = []
+        for rec in selected(reader.records(), self.trace.start_s, self.trace.limit):
+            stamps.append(rec.t)
+            self.shape.add(rec)
         self.skipped = reader.skipped
         if not stamps:
             raise InputError.one(self.trace.path, None, f"no requests at or after start_s={self.trace.start_s:g}")
@@ -114,6 +119,8 @@ class TraceWorkload:
         for conv in self.weka.conversations():
             self.conversation_ids.append(conv.id)
             self.weka_requests += len(conv.requests)
+            for rec in conv.requests:
+                self.shape.add(rec)
         self.skipped = self.weka.skipped
 
     # -- what the CLI reports ------------------------------------------------------------------
@@ -137,6 +144,9 @@ class TraceWorkload:
                 f"weka replay: {n} conversation(s) x {copies} cop{'y' if copies == 1 else 'ies'} = {n * copies} "
                 f"({n * (copies - 1)} replayed as copies with keys of their own), up to {self.total_requests} requests"
             )
+        if self.turns_cut:
+            out.append(f"weka replay: {self.turns_cut} later turn(s) of {self.conversations_cut} conversation(s) not sent: "
+                       "a rejected or failed turn ends its conversation (its next prompt would contain the missing reply)")
         return out
 
     def start(self, env: simpy.Environment, submit: Submit) -> None:
@@ -245,6 +255,7 @@ class TraceWorkload:
             outcome = yield self._submit(req)
             if outcome != "completed":
                 self.turns_cut += len(conv.requests) - turn  # counted, never dropped silently
+                self.conversations_cut += 1
                 return
             previous_end = env.now
 

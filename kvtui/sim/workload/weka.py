@@ -34,6 +34,7 @@ from kvtui.sim.workload.reader import (
     Bad,
     Problems,
     TraceRequest,
+    check_length,
     field,
     hash_ids,
     integer,
@@ -134,14 +135,24 @@ def session_files(path: str) -> list[str]:
 
 
 def read_bounded(path: str) -> bytes:
+    """The file's bytes, at most MAX_FILE_BYTES. Read in pieces: `read(MAX_FILE_BYTES + 1)` would
+    allocate the whole bound up front (256 MiB for a 1 MB conversation)."""
     with open_binary(path) as f:
         try:
-            data = f.read(MAX_FILE_BYTES + 1)
+            data = _read_at_most(f, MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise InputError.one(path, None, f"cannot read trace: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
         raise InputError.one(path, None, f"larger than {MAX_FILE_BYTES >> 20} MiB: not a weka conversation")
     return data
+
+
+def _read_at_most(f, limit: int) -> bytes:
+    chunks, total = [], 0
+    while total < limit and (chunk := f.read(min(1 << 20, limit - total))):
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def parse_document(path: str, data: bytes):
@@ -209,6 +220,7 @@ def collect(items: list, where: Where, offset: float, hash_block: int, out: list
                 continue
             prompt = integer(item, "in", 1)
             output = integer(item, "out", 0)
+            check_length(prompt, output)
             ids = hash_ids(item, "hash_ids")
             if len(ids) > -(-prompt // hash_block):
                 raise Bad(f"hash_ids: {len(ids)} blocks of {hash_block} tokens is more than the {prompt} input tokens")

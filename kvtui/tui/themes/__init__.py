@@ -9,14 +9,21 @@ A theme file holds Textual's theme fields (name, dark, primary, background, ...)
 these variables (`block-owner-0..7`, `block-free`, `block-down`, `block-mixed-bg`,
 `histogram-bar`, `histogram-mark`), so switching the theme recolours them live.
 `DEFAULT_VARIABLES` fills in any a theme leaves out (and serves Textual's built-in themes).
+
+A broken user theme (not UTF-8, not TOML, a wrong field, a value that is no colour -- stray
+CSS in a variable would otherwise reach the stylesheet and fail the app later) is skipped
+with a message naming its file; the other themes still load (issue 20).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from pathlib import Path
+from typing import Callable
 
+from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from kvtui.errors import InputError
@@ -79,6 +86,8 @@ def load_theme_file(path: Path) -> Theme:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise InputError.one(str(path), None, f"cannot read theme file: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise InputError.one(str(path), None, f"not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError.one(str(path), getattr(e, "lineno", None), f"not valid TOML: {e}") from None
     problems = []
@@ -88,6 +97,7 @@ def load_theme_file(path: Path) -> Theme:
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
                 problems.append((str(path), None, "[variables] must map names to colour strings"))
                 continue
+            problems += [(str(path), None, f"variables.{k}: {v!r} is not a colour") for k, v in value.items() if not _is_colour(v)]
             kwargs["variables"] = {**DEFAULT_VARIABLES, **value}
             continue
         want = _THEME_FIELDS.get(key)
@@ -99,6 +109,9 @@ def load_theme_file(path: Path) -> Theme:
         if not isinstance(value, want):
             problems.append((str(path), None, f"{key} must be a {want.__name__}"))
             continue
+        if want is str and key != "name" and not _is_colour(value):
+            problems.append((str(path), None, f"{key}: {value!r} is not a colour"))
+            continue
         kwargs[key] = value
     for required in ("name", "primary"):
         if required not in kwargs:
@@ -109,15 +122,32 @@ def load_theme_file(path: Path) -> Theme:
     return Theme(**kwargs)  # type: ignore[arg-type]
 
 
-def load_themes(directory: Path | None = None) -> list[Theme]:
-    """The shipped themes and the user's (or only those in `directory`), preferred first."""
+def _is_colour(text: str) -> bool:
+    try:
+        Color.parse(text)
+    except ColorParseError:
+        return False
+    return True
+
+
+def _to_stderr(message: str) -> None:
+    print(f"kvtui: {message}", file=sys.stderr)
+
+
+def load_themes(directory: Path | None = None, skipped: Callable[[str], None] = _to_stderr) -> list[Theme]:
+    """The shipped themes and the user's (or only those in `directory`), preferred first; a
+    broken file is skipped and `skipped` told why, naming the file."""
     dirs = [directory] if directory is not None else [SHIPPED, user_theme_dir()]
     by_name: dict[str, Theme] = {}
     for d in dirs:
         if d is None or not d.is_dir():
             continue
         for p in sorted(d.glob("*.toml")):
-            t = load_theme_file(p)
+            try:
+                t = load_theme_file(p)
+            except InputError as e:
+                skipped(f"{e}\n(theme file skipped; the others are loaded)")
+                continue
             by_name[t.name] = t
     rank = {name: i for i, name in enumerate(PREFERRED_ORDER)}
     return sorted(by_name.values(), key=lambda t: (rank.get(t.name, len(rank)), t.name))

@@ -1,0 +1,126 @@
+"""The cost estimate against measured runs (issue 24): every term is checked, at a small size.
+
+Hypothesis builds scenarios across every dimension the estimate models -- block_size (1 is
+legal), the node count, the synthetic and shared-prefix workloads (num_groups x prompts per
+group users, rounds, multi-turn), metadata.snapshot_every and fsync, the roofline and linear
+latency models, and traces (Mooncake with time_scale, weka with copies) -- runs each, and
+asserts that the CPU time and the peak memory it measures stay within `FACTOR` (3x) of the
+estimate (tests/cost_support.py). A ratio, not a wall-clock limit: CPU time is the process's
+own, and the runs are small (a fraction of a second each). `KVTUI_FUZZ_SCALE` multiplies the
+number of scenarios (the by-hand campaign runs it large).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cost_support import FACTOR, cost_of, describe, measure
+from fuzz_support import fuzz_settings
+from kvtui.scenario import load_scenario
+
+MIN_MEASURABLE_S = 0.05
+"""Below this the estimate's time is not judged (a timer's and the allocator's noise)."""
+
+
+def _nodes(draw, n: int) -> list[dict]:
+    derived = draw(st.booleans())
+    nodes = []
+    for i in range(n):
+        node = {"name": f"n{i}", "max_num_seqs": draw(st.sampled_from([4, 16, 64]))}
+        if not derived:
+            node["kv_blocks"] = draw(st.sampled_from([64, 512, 4096]))
+        nodes.append(node)
+    return nodes
+
+
+def _synthetic(draw) -> dict:
+    return {
+        "requests": draw(st.integers(20, 300)),
+        "arrival": {"process": "poisson", "rate": draw(st.sampled_from([5, 50, 500]))},
+        "groups": [{"name": "g", "system_prompt_tokens": draw(st.sampled_from([0, 200, 2000])),
+                    "question_tokens": draw(st.sampled_from([20, 200])), "output_tokens": draw(st.sampled_from([4, 32, 128])),
+                    "turns": draw(st.integers(1, 4))}],
+    }
+
+
+def _shared_prefix(draw) -> dict:
+    groups, users = draw(st.integers(1, 40)), draw(st.integers(1, 40))
+    sp = {"num_groups": groups, "num_prompts_per_group": users, "system_prompt_len": draw(st.sampled_from([50, 500])),
+          "question_len": draw(st.sampled_from([20, 200])), "output_len": draw(st.sampled_from([8, 64])),
+          "multi_turn": draw(st.booleans())}
+    workload = {"arrival": {"process": "poisson", "rate": draw(st.sampled_from([10, 100]))}, "shared_prefix": sp}
+    if draw(st.booleans()):
+        sp["rounds"] = draw(st.integers(1, 3))
+    else:
+        workload["requests"] = draw(st.integers(20, 400))
+    return workload
+
+
+def _mooncake(draw, tmp: Path) -> dict:
+    path = tmp / "t.jsonl"
+    lines, t = [], 0
+    for i in range(draw(st.integers(10, 200))):
+        prompt = draw(st.sampled_from([100, 600, 3000]))
+        t += draw(st.sampled_from([0, 10, 500]))
+        ids = [i % 7 * 1000 + k for k in range(-(-prompt // 512))]
+        lines.append(json.dumps({"timestamp": t, "input_length": prompt, "output_length": draw(st.sampled_from([1, 20, 100])), "hash_ids": ids}))
+    path.write_text("\n".join(lines) + "\n")
+    return {"trace": {"format": "mooncake", "path": str(path), "time_scale": draw(st.sampled_from([0.001, 1.0, 100.0]))}}
+
+
+def _weka(draw, tmp: Path) -> dict:
+    folder = tmp / "weka"
+    folder.mkdir(exist_ok=True)
+    for c in range(draw(st.integers(1, 4))):
+        requests, context = [], draw(st.sampled_from([500, 4000]))
+        for k in range(draw(st.integers(2, 20))):
+            context += 200
+            requests.append({"t": k * 5.0, "in": context, "out": 50, "hash_ids": list(range(context // 64))})
+        (folder / f"c{c}.json").write_text(json.dumps({"id": f"c{c}", "block_size": 64, "requests": requests}))
+    trace = {"format": "weka", "path": str(folder), "copies": draw(st.integers(1, 6)),
+             "time_scale": draw(st.sampled_from([0.01, 1.0]))}
+    return {"arrival": {"process": "poisson", "rate": 1}, "trace": trace}
+
+
+@st.composite
+def scenarios(draw, tmp: Path) -> dict:
+    kind = draw(st.sampled_from(["synthetic", "shared_prefix", "mooncake", "weka"]))
+    workload = {"synthetic": _synthetic, "shared_prefix": _shared_prefix}.get(kind)
+    doc = {
+        "name": kind, "seed": 1, "model": "llama-3.1-8b",
+        "latency": draw(st.sampled_from([{"model": "roofline"}, {"model": "linear", "prefill_ms_per_token": 0.05, "decode_ms_per_token": 5}])),
+        "cluster": {"block_size": draw(st.sampled_from([1, 4, 16, 64])), "nodes": _nodes(draw, draw(st.integers(1, 8)))},
+        "router": {"policy": draw(st.sampled_from(["round_robin", "load_prefix", "dynamo", "sglang_cache_aware"]))},
+        "workload": workload(draw) if workload else (_mooncake if kind == "mooncake" else _weka)(draw, tmp),
+    }
+    if draw(st.booleans()):
+        doc["metadata"] = {"dir": str(tmp / "meta"), "fsync": draw(st.sampled_from(["always", "batch", "never"])),
+                           "snapshot_every": draw(st.sampled_from([1, 10, 5000]))}
+    return doc
+
+
+def _check(doc: dict, tmp: Path) -> None:
+    path = tmp / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    scenario = load_scenario(path, limits=True)
+    cost = cost_of(scenario)
+    got = measure(scenario)
+    time_ratio, memory_ratio = got.ratios(cost)
+    assert memory_ratio <= FACTOR, describe(scenario, cost, got)
+    if got.cpu_s >= MIN_MEASURABLE_S:
+        assert time_ratio <= FACTOR, describe(scenario, cost, got)
+
+
+def test_measured_runs_stay_within_the_stated_factor_of_the_estimate(tmp_path_factory):
+    @fuzz_settings(25)
+    @given(st.data())
+    def check(data):
+        tmp = tmp_path_factory.mktemp("cost")
+        _check(data.draw(scenarios(tmp)), tmp)
+
+    check()
