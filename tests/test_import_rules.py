@@ -36,11 +36,7 @@ ENGINE = "kvtui.sim"
 
 # Edges that break a rule today, each with the work that removes it. The test fails when one
 # is gone and still listed, so this list only shrinks.
-KNOWN = {
-    # issue 19 item 2: the node plan resolved once (scenario/plan.py) takes node_capacity
-    # out of the engine's folder; until then the cost estimate borrows it.
-    ("kvtui.scenario.cost", "kvtui.sim.deployment"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path) -> str:

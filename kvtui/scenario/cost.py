@@ -47,7 +47,7 @@ from kvtui.scenario.model import Arrival, Dist, Scenario
 from kvtui.scenario.plan import node_plans
 
 if TYPE_CHECKING:
-    from kvtui.sim.workload.reader import TraceShape
+    from kvtui.scenario.trace_shape import TraceShape
 
 MAX_REQUEST_TOKENS = 4_194_304
 FACTOR = 3.0  # a run's CPU time and peak memory stay within this factor of the estimate (tested)
@@ -302,6 +302,7 @@ def _group_longest(g) -> float:
 
 def _shared_prefix(scenario: Scenario, cost: Cost) -> Load:
     w, sp = scenario.workload, scenario.workload.shared_prefix
+    assert sp is not None  # _load dispatches here only for a shared_prefix workload
     users = sp.num_groups * sp.num_prompts_per_group
     options: list[tuple[float, str]] = []
     if w.requests is not None:
@@ -333,9 +334,10 @@ def _trace(scenario: Scenario, shape: TraceShape | None) -> Load:
     """A trace ends by itself; its scan (`shape`) knows its requests and their lengths. Without
     the scan (a library caller), only the counts the file states are known."""
     trace = scenario.workload.trace
+    assert trace is not None  # _load dispatches here only for a trace workload
     copies = trace.copies if trace.format == "weka" else 1
     scanned = shape.times(copies) if shape is not None else None
-    counts = [n for n in (trace.limit, scanned and scanned.requests) if n is not None]  # workload.requests: not for traces
+    counts = [n for n in (trace.limit, scanned.requests if scanned else None) if n is not None]  # workload.requests: not for traces
     requests = min(counts) if counts else 0
     ends_by = "the trace's end" if counts else "the trace's end (length unknown)"
     if not scanned or not scanned.requests:

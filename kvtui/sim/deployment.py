@@ -23,6 +23,7 @@ def build_latency(scenario: Scenario, plan: NodePlan):
     if lat.model == "linear":
         return LinearModel(lat.prefill_ms_per_token / 1000.0, lat.decode_ms_per_token / 1000.0)
     _, models = profile_catalog(scenario)
+    assert plan.hardware is not None  # the loader refuses a roofline node with unknown hardware
     return RooflineModel(
         plan.hardware,
         models[scenario.model],

@@ -55,29 +55,6 @@ class TraceRequest:
     think: float = 0.0  # weka: the client's pause after the previous reply
 
 
-@dataclass(slots=True)
-class TraceShape:
-    """What the validating pass learned of a trace's content, for the cost estimate: a trace
-    cannot be bounded from the scenario file, but its scan sees every request."""
-
-    requests: int = 0
-    longest: int = 0  # prompt + output tokens of the longest request
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    span_s: float = 0.0  # the last request's time (before time_scale)
-
-    def add(self, rec: TraceRequest) -> None:
-        self.requests += 1
-        self.longest = max(self.longest, rec.prompt + rec.output)
-        self.prompt_tokens += rec.prompt
-        self.output_tokens += rec.output
-        self.span_s = max(self.span_s, rec.t)
-
-    def times(self, copies: int) -> TraceShape:
-        """The shape of `copies` replays (weka's copies are new conversations)."""
-        return TraceShape(self.requests * copies, self.longest, self.prompt_tokens * copies, self.output_tokens * copies, self.span_s)
-
-
 class Bad(Exception):
     """A problem with one record; the reader adds the file and line."""
 

@@ -36,7 +36,8 @@ from kvtui.scenario.trace_formats import is_conversations
 from kvtui.sim.request import Request
 from kvtui.sim.workload.arrivals import Submit, start_arrivals
 from kvtui.sim.workload.mooncake import MOONCAKE_HASH_BLOCK
-from kvtui.sim.workload.reader import TraceReader, TraceRequest, TraceShape, reader_class
+from kvtui.scenario.trace_shape import TraceShape
+from kvtui.sim.workload.reader import TraceReader, TraceRequest, reader_class
 from kvtui.sim.workload.slo import slo_fields
 from kvtui.sim.workload.trace_keys import HashChain, covered_keys, own_keys
 from kvtui.sim.workload.weka import WekaConversation, WekaReader

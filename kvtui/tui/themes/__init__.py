@@ -90,7 +90,7 @@ def load_theme_file(path: Path) -> Theme:
         raise InputError.one(str(path), None, f"not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError.one(str(path), getattr(e, "lineno", None), f"not valid TOML: {e}") from None
-    problems = []
+    problems: list[tuple[str, int | None, str]] = []
     kwargs: dict[str, object] = {}
     for key, value in data.items():
         if key == "variables":
@@ -109,7 +109,7 @@ def load_theme_file(path: Path) -> Theme:
         if not isinstance(value, want):
             problems.append((str(path), None, f"{key} must be a {want.__name__}"))
             continue
-        if want is str and key != "name" and not _is_colour(value):
+        if isinstance(value, str) and key != "name" and not _is_colour(value):
             problems.append((str(path), None, f"{key}: {value!r} is not a colour"))
             continue
         kwargs[key] = value
