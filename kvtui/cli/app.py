@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
 def stdin_is_terminal() -> bool:
     """Without a terminal on stdin no key ever arrives and the app would wait forever (issue 25).
     Under `kvtui serve`, textual-serve starts the app with Textual's web driver, whose keys come
-    over a pipe on stdin by design (textual_serve/app_service.py sets TEXTUAL_DRIVER)."""
+    over a pipe on stdin by design (textual-serve 1.1.3's textual_serve/app_service.py sets TEXTUAL_DRIVER)."""
     if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
         return True
     try:

@@ -1,4 +1,4 @@
-"""`kvtui live ENGINES.yaml --no-ui --duration S [--record DIR]`: watch real engines' KV events.
+"""`kvtui live ENGINES_FILE --no-ui --duration S [--record DIR]`: watch real engines' KV events.
 
 Headless for now (the app screen over live data is issue 21's next part): it subscribes to
 every engine of the file for S seconds, then prints one line per engine with the blocks stored

@@ -1,6 +1,6 @@
 """llm-d's bound on how many (pod, tier) entries the KV index keeps per block key.
 
-After llm-d-kv-cache pkg/kvcache/kvblock/in_memory.go (`InMemoryIndex`, `defaultPodsPerKey` =
+After llm-d-kv-cache@7be76e1 pkg/kvcache/kvblock/in_memory.go (`InMemoryIndex`, `defaultPodsPerKey` =
 10): each block key maps to an LRU cache of `PodEntry` (pod, device tier) of that size; `Add`
 puts an entry at the front (or moves it there), and adding one more than fit drops the least
 recently added, so the index forgets that the pod holds the block although the pod still does.

@@ -140,7 +140,7 @@ def upstream_design(X: np.ndarray, target: str) -> np.ndarray:
     TTFT: is_queued, kv, input, waiting, running, prefill tokens in flight, decode tokens in
     flight, prefix, effective input, prefix bucket (quarters), pod type. TPOT: is_queued, kv,
     input, waiting, running, the two in-flight counts, tokens generated, pod type. The EPP sends
-    decode tokens in flight as 0 (llm-d-inference-scheduler 520af47, requestcontrol_hooks.go:
+    decode tokens in flight as 0 (llm-d-inference-scheduler@520af47, requestcontrol_hooks.go:
     `decodeTokensAtDispatch = 0`), tokens generated is 0 at dispatch, and every kvtui node is
     monolithic (pod type ""): constant columns, kept because column sampling draws from them too.
     """
