@@ -181,7 +181,7 @@ def show_file(maker: Maker, block: Block, args: list[str]) -> str:
 
 
 # The seed project's own figures (its README's latency table), the column kvtui is held to:
-# avg / p95 E2E in ms; tests/test_seed_table.py asserts the same runs match them exactly.
+# avg / p95 E2E in ms; tests/sim/test_seed_table.py asserts the same runs match them exactly.
 SEED_FIGURES = {
     "no-cache.yaml": ("1405 / 1405", ""),
     "exact-cache.yaml": ("205 / 205", ""),

@@ -107,7 +107,7 @@ TTFT_CALIBRATION: dict[str, Any] = {
 # gives them one, as a request must produce one); TPOT is
 # the file's median_tpot_ms. Meta-Llama-3-8B/70B-Instruct have Llama-3.1-8B/70B's architecture.
 # The runs stream ten tokens per chunk (multi-step scheduling), so ITL is not a per-token time;
-# TPOT is. Fitted with H100's efficiencies kept: every run within 11 % (tests/test_latency.py).
+# TPOT is. Fitted with H100's efficiencies kept: every run within 11 % (tests/sim/test_latency.py).
 TP_CALIBRATION: dict[str, Any] = {
     "source": "LambdaLabsML/vllm-benchmark results/prompt_10 (vLLM 0.6, 10 prompts, 1,369 prompt tokens)",
     "url": "https://github.com/LambdaLabsML/vllm-benchmark",

@@ -10,7 +10,7 @@
 - the budget (`--force` overrides): the estimated peak memory and run time.
 
 The estimate is a sum of terms, one per thing a run does, each with a constant measured on
-this machine's kind (tests/test_cost_model.py checks every term against measured runs: CPU
+this machine's kind (tests/scenario/test_cost_model.py checks every term against measured runs: CPU
 time and peak traced memory stay within `FACTOR` of the estimate, at a small size):
 
 - per run and per node: loading, building and reporting (`SECONDS_PER_RUN`, `SECONDS_PER_NODE`);

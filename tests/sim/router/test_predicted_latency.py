@@ -24,7 +24,7 @@ from kvtui.sim.router.predictor import (
 )
 from kvtui.sim.router.state import NodeState
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 
 
 def node(name, *, prefix=0.0, running=1, waiting=0, free=60, tif=0, problem=None) -> NodeState:

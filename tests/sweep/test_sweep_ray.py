@@ -16,7 +16,7 @@ from kvtui.sweep.local import LocalBackend  # noqa: E402
 from kvtui.sweep.output import journal_path, read_journal  # noqa: E402
 from kvtui.sweep.raytasks import RayBackend  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PRESSURE = str(ROOT / "scenarios" / "pressure.yaml")
 SMALL = ["workload.duration_s=10", "workload.arrival.schedule=[]"]
 

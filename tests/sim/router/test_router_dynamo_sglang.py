@@ -21,7 +21,7 @@ from kvtui.sim.router.radix_tree import RadixTree
 from kvtui.sim.router.registry import make_policy
 from kvtui.sim.router.sglang import SGLangCacheAware
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 BS = 16
 
 

@@ -23,7 +23,7 @@ from kvtui.sweep.local import LocalBackend
 from kvtui.sweep.output import journal_path, read_journal
 from kvtui.sweep.stats import estimate, t_quantile
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PRESSURE = str(ROOT / "scenarios" / "pressure.yaml")
 SMALL = ["--set", "workload.duration_s=10", "--set", "workload.arrival.schedule=[]"]
 GRID = ["--grid", "workload.arrival.rate=1,2", "--policies", "round_robin,load_prefix", "--seeds", "2"]

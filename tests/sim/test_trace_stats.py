@@ -12,7 +12,7 @@ from kvtui.cli.trace import parse_capacities
 from kvtui.cli.common import UsageError
 from kvtui.sim.workload.trace_stats import trace_stats
 
-MOONCAKE = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces" / "mooncake"
+MOONCAKE = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "mooncake"
 
 
 def write(tmp_path: Path, rows) -> Path:

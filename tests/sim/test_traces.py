@@ -19,7 +19,7 @@ from kvtui.sim.request import Request
 from kvtui.sim.workload.trace import TraceWorkload, spread_ties
 from kvtui.sim.workload.trace_keys import HashChain, common_prefix, covered_keys
 
-TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
 MOONCAKE = TRACES / "mooncake" / "conversation_trace.jsonl"
 MOONCAKE_SYNTH = TRACES / "mooncake" / "synthetic_trace.jsonl"
 AZURE = TRACES / "azure-2023" / "AzureLLMInferenceTrace_conv.csv"
@@ -476,7 +476,7 @@ def test_weka_nested_too_deep_and_skip_invalid(tmp_path):
 
 
 # --------------------------------------------------------------------------- the trace scenarios
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 TRACE_SCENARIOS = ["mooncake-conversation", "mooncake-synthetic", "azure-conv", "azure-code", "agentic"]
 
 

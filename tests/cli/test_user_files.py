@@ -21,7 +21,7 @@ import pytest
 
 from fuzz_support import call
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = textwrap.dedent("""\
     name: u
     latency: {model: linear, prefill_ms_per_token: 0.1, decode_ms_per_token: 0.1}

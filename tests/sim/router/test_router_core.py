@@ -21,7 +21,7 @@ from kvtui.sim.router.load_prefix import LoadPrefix, queue_scores
 from kvtui.sim.router.registry import make_policy
 from kvtui.sim.router.state import NodeState, pick_best
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 
 
 def state(name, prefix=0, total=10, running=0, waiting=0, free=100, blocks=100, prefill=0, problem=None):

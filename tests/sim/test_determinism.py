@@ -12,7 +12,7 @@ from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
 from kvtui.run.result import result_document
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def digest(scenario, seed=None, policy=None, stepwise=False) -> tuple[str, int]:

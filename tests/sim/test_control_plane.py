@@ -11,7 +11,7 @@ from kvtui.events import ControlPlaneCrashed, ControlPlaneRecovered, RequestReje
 from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def run_collecting(scenario, seed=None):

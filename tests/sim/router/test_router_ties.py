@@ -14,7 +14,7 @@ from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.sim.engine import Simulation
 from kvtui.tui.widgets.candidates import decision_line
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 RULE_BASED = {"round_robin", "random"}
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ENGINE = Path(__file__).resolve().parent.parent / "kvtui"
+ENGINE = Path(__file__).resolve().parents[2] / "kvtui"
 
 
 def test_engine_imports_neither_textual_nor_rich():

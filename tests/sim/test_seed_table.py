@@ -9,7 +9,7 @@ import pytest
 from kvtui.cli import run_once
 from kvtui.scenario import load_scenario
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 # file -> (avg e2e ms, p95 e2e ms, request hit rate, rejection rate)
 SEED_TABLE = {

@@ -19,7 +19,7 @@ from kvtui.sim.workload import SharedPrefixWorkload, SyntheticWorkload
 from kvtui.sim.workload.shared_prefix import spread_lengths
 
 BS = 16
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 class Cluster:
