@@ -40,9 +40,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 
 def epilog() -> str:
-    lines = ["commands:", f"  {'kvtui SCENARIO':<36}open the interactive app"]
-    for _, usage, what in COMMANDS.values():
-        lines.append(f"  {'kvtui ' + usage:<36}{what}")
+    """The command list; the usage column is as wide as the longest usage, so none runs into
+    its description."""
+    rows = [("kvtui SCENARIO", "open the interactive app")]
+    rows += [("kvtui " + usage, what) for _, usage, what in COMMANDS.values()]
+    width = max(len(usage) for usage, _ in rows) + 2
+    lines = ["commands:", *(f"  {usage:<{width}}{what}" for usage, what in rows)]
     return "\n".join(lines) + "\n\n`kvtui COMMAND --help` tells more."
 
 
