@@ -196,3 +196,13 @@ def test_help_usage_column_never_runs_into_its_description():
     text = epilog()
     for _, usage, _what in COMMANDS.values():
         assert f"kvtui {usage}  " in text
+
+
+def test_a_mistyped_command_is_named_with_a_suggestion(capsys):
+    """`kvtui runn FILE` says which command was meant (it once said 'unrecognized arguments:
+    FILE', as if the file were the problem); exit 2."""
+    from kvtui.cli import main
+
+    assert main(["runn", "scenarios/pressure.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown command 'runn'; did you mean 'run'?" in err

@@ -11,7 +11,9 @@ with a hint to report it. Never a Python traceback unless KVTUI_DEBUG=1 (see bou
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 
 from kvtui import __version__
@@ -75,7 +77,16 @@ def dispatch(argv: list[str]) -> int:
     head, rest = argv[0], argv[1:]
     if head in COMMANDS:
         return _handler(COMMANDS[head][0])(rest)
+    _refuse_mistyped_command(head)
     return _handler("kvtui.cli.app:main")(argv)
+
+
+def _refuse_mistyped_command(head: str) -> None:
+    """`kvtui runn x.yaml` would open the app on a file named `runn` and fail with "unrecognized
+    arguments"; a word close to a command that is no file is a typo'd command."""
+    close = difflib.get_close_matches(head, COMMANDS, n=1)
+    if close and not os.path.exists(head):
+        raise UsageError(f"kvtui: unknown command {head!r}; did you mean {close[0]!r}? (kvtui --help lists them)")
 
 
 def main(argv: list[str] | None = None) -> int:
