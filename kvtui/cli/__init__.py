@@ -82,7 +82,7 @@ def dispatch(argv: list[str]) -> int:
 
 
 def _refuse_mistyped_command(head: str) -> None:
-    """`kvtui runn x.yaml` would open the app on a file named `runn` and fail with "unrecognized
+    """`kvtui runn FILE` would open the app on a file named `runn` and fail with "unrecognized
     arguments"; a word close to a command that is no file is a typo'd command."""
     close = difflib.get_close_matches(head, COMMANDS, n=1)
     if close and not os.path.exists(head):
