@@ -11,7 +11,9 @@ with a hint to report it. Never a Python traceback unless KVTUI_DEBUG=1 (see bou
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 
 from kvtui import __version__
@@ -40,9 +42,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 
 def epilog() -> str:
-    lines = ["commands:", f"  {'kvtui SCENARIO':<36}open the interactive app"]
-    for _, usage, what in COMMANDS.values():
-        lines.append(f"  {'kvtui ' + usage:<36}{what}")
+    """The command list; the usage column is as wide as the longest usage, so none runs into
+    its description."""
+    rows = [("kvtui SCENARIO", "open the interactive app")]
+    rows += [("kvtui " + usage, what) for _, usage, what in COMMANDS.values()]
+    width = max(len(usage) for usage, _ in rows) + 2
+    lines = ["commands:", *(f"  {usage:<{width}}{what}" for usage, what in rows)]
     return "\n".join(lines) + "\n\n`kvtui COMMAND --help` tells more."
 
 
@@ -72,7 +77,16 @@ def dispatch(argv: list[str]) -> int:
     head, rest = argv[0], argv[1:]
     if head in COMMANDS:
         return _handler(COMMANDS[head][0])(rest)
+    _refuse_mistyped_command(head)
     return _handler("kvtui.cli.app:main")(argv)
+
+
+def _refuse_mistyped_command(head: str) -> None:
+    """`kvtui runn FILE` would open the app on a file named `runn` and fail with "unrecognized
+    arguments"; a word close to a command that is no file is a typo'd command."""
+    close = difflib.get_close_matches(head, COMMANDS, n=1)
+    if close and not os.path.exists(head):
+        raise UsageError(f"kvtui: unknown command {head!r}; did you mean {close[0]!r}? (kvtui --help lists them)")
 
 
 def main(argv: list[str] | None = None) -> int:

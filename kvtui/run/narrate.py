@@ -588,14 +588,14 @@ def _life_step(ev: Event) -> str:
             return (f"scheduled{again} on {ev.node}: {ev.hit_blocks}/{ev.prompt_blocks} prompt blocks from cache, "
                     f"{ev.new_blocks} new, {ev.free_blocks} free")
         case BlocksStored():
-            return (f"stored {len(ev.keys)} full blocks on {ev.node} (prefill/decode chunk from block "
+            return (f"stored {_plural(len(ev.keys), 'full block')} on {ev.node} (prefill/decode chunk from block "
                     f"{ev.first_index}, {ev.medium})")
         case BlocksEvicted():
-            return f"evicted others' blocks for room: {len(ev.keys)} blocks on {ev.node}"
+            return f"evicted others' blocks for room: {_plural(len(ev.keys), 'block')} on {ev.node}"
         case FirstToken():
             return f"first token on {ev.node}: TTFT {ev.ttft * 1000:.1f} ms"
         case RequestPreempted():
-            return (f"preempted on {ev.node} for {ev.needed_by}: {ev.freed_blocks} blocks freed, "
+            return (f"preempted on {ev.node} for {ev.needed_by}: {_plural(ev.freed_blocks, 'block')} freed, "
                     f"{ev.tokens_done} tokens to recompute")
         case RequestCompleted():
             return (f"completed on {ev.node}: {ev.hit} hit, {ev.cached_tokens} cached tokens, "

@@ -14,6 +14,7 @@ line says "behind").
 from __future__ import annotations
 
 import gc
+import math
 import time
 from collections import deque
 from functools import partial
@@ -60,6 +61,14 @@ WIDE = 120  # columns from which every panel is shown at once
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
 FREEZE_EVERY_S = 1.0  # while playing, hide the simulation's long-lived objects from the GC this often
 
+
+def _sim_time(text: str) -> float:
+    """Seconds typed at the go-to prompt. float() takes "nan", which is no time (it went to
+    the end of the run), so it is refused like any other non-number."""
+    t = float(text.rstrip("s"))
+    if math.isnan(t):
+        raise ValueError(text)
+    return t
 
 
 class MainScreen(Screen[None]):
@@ -492,7 +501,7 @@ class KvtuiApp(App[None]):
             if where.startswith("#"):
                 self.runner.goto(int(where[1:]))
             else:
-                self.runner.goto_time(float(where.rstrip("s")))
+                self.runner.goto_time(_sim_time(where))
         except ValueError:
             self.notify(f"Not a time or an event number: {where!r} (try 12.5 or #500).", title="Go to", severity="warning")
             return

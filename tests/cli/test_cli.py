@@ -186,3 +186,23 @@ def test_a_run_past_its_budget_stops_with_exit_2_naming_the_file(tmp_path):
     assert "past the budget of" in str(e.value)
     _, doc = run_once(scenario, budget=RunBudget("scenarios/pressure.yaml"))
     assert doc
+
+
+def test_help_usage_column_never_runs_into_its_description():
+    """`kvtui --help`: each command's usage is followed by at least two spaces before what it
+    does (a long usage such as live's once ran into it: '--duration Swatch')."""
+    from kvtui.cli import COMMANDS, epilog
+
+    text = epilog()
+    for _, usage, _what in COMMANDS.values():
+        assert f"kvtui {usage}  " in text
+
+
+def test_a_mistyped_command_is_named_with_a_suggestion(capsys):
+    """`kvtui runn FILE` says which command was meant (it once said 'unrecognized arguments:
+    FILE', as if the file were the problem); exit 2."""
+    from kvtui.cli import main
+
+    assert main(["runn", "scenarios/pressure.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown command 'runn'; did you mean 'run'?" in err

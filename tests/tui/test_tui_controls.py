@@ -436,3 +436,20 @@ def test_click_selects_node(make):
             assert app.selected_node == app.runner.node_names()[1]
 
     run(go())
+
+
+def test_goto_nan_is_refused_not_the_end(make):
+    """`nan` parses as a float; typed at the go-to prompt it must be refused like any other
+    non-number, not taken to the end of the run."""
+
+    async def go():
+        app = make()
+        async with app.run_test() as pilot:
+            app.goto("nan")
+            await pilot.pause()
+            assert app.runner.position == 0
+            app.goto("1.5")
+            await pilot.pause()
+            assert app.runner.position > 0
+
+    run(go())
