@@ -181,20 +181,24 @@ class Run:
         self.current = ev
         return ev
 
-    def goto(self, position: int) -> None:
-        """Go to an event number (back or forward)."""
+    def goto(self, position: int, budget_s: float = float("inf")) -> bool:
+        """Go to an event number (back or forward); False if a forward move ran out of
+        `budget_s` wall seconds first (call again to go on)."""
         back = position < self.source.position
-        self.source.goto(position)
+        done = self.source.goto(position, budget_s)
         if back:
             self._moved()
         self.current = self.source.last
+        return done
 
-    def goto_time(self, t: float) -> None:
+    def goto_time(self, t: float, budget_s: float = float("inf")) -> bool:
+        """Go to a sim time, as `goto`."""
         back = t < self.source.now
-        self.source.goto_time(t)
+        done = self.source.goto_time(t, budget_s)
         if back:
             self._moved()
         self.current = self.source.last
+        return done
 
     def advance(self, target: float, budget_s: float) -> bool:
         """Move sim time toward `target` for at most `budget_s` wall seconds (see Drive)."""

@@ -112,6 +112,8 @@ class KvtuiApp(App[None]):
         self.fps = fps
         self.playing = False
         self.seeking: str | None = None
+        self.going: tuple[str, float] | None = None  # a go-to under way: ("event" | "time", target)
+        self.going_from = 0  # the event it started from (Escape returns there)
         self.speed = DEFAULT_SPEED
         self.behind = False
         self.budget = FRAME_BUDGET_S
@@ -247,7 +249,11 @@ class KvtuiApp(App[None]):
         else:
             self.budget = min(FRAME_BUDGET_S, self.budget * 1.1)
         r = self.runner
-        if self.seeking is not None:
+        if self.going is not None:
+            if self._go(self.going, self.budget):
+                self.going = None
+                self._after_command()
+        elif self.seeking is not None:
             found = r.seek(SEEK_KINDS[self.seeking], self.budget)
             if found is not False:
                 what = self.seeking
@@ -281,6 +287,9 @@ class KvtuiApp(App[None]):
 
     # ------------------------------------------------------------------ drawing
     def state_text(self) -> str:
+        if self.going is not None:
+            kind, target = self.going
+            return f"going to {'#%d' % target if kind == 'event' else '%g s' % target}"
         if self.seeking is not None:
             return f"seeking next {self.seeking}"
         if self.runner.ended:
@@ -324,7 +333,7 @@ class KvtuiApp(App[None]):
         if isinstance(self.screen, ZoomScreen):
             self.screen.tick()
         now = time.perf_counter()
-        busy = self.playing or self.seeking is not None
+        busy = self.playing or self.seeking is not None or self.going is not None
         # While playing, the text panels (logs, explanation, candidates, latency) move a few
         # times a second: faster is unreadable and costs paint time the maps need.
         if force or not busy or now - self._last_slow >= SLOW_PANEL_S:
@@ -453,7 +462,9 @@ class KvtuiApp(App[None]):
         )
 
     def _stop_seek(self) -> None:
-        """Another command takes over from a jump still searching: the run stays where it got."""
+        """Another command takes over from a jump or a go-to still under way: the run stays
+        where it got."""
+        self.going = None
         if self.seeking is not None:
             self.seeking = None
             self.runner.cancel_seek()
@@ -462,11 +473,18 @@ class KvtuiApp(App[None]):
         # escape cancels a jump only while one searches, on the main screen; otherwise it is
         # left to the focused log (follow) or the open screen (close)
         if action == "cancel_seek":
-            return self.seeking is not None and self.screen is self.screen_stack[0]
+            return (self.seeking is not None or self.going is not None) and self.screen is self.screen_stack[0]
         return True
 
     def action_cancel_seek(self) -> None:
-        """Escape during a jump: stop searching and go back to where it began, panels and all."""
+        """Escape during a jump or a go-to: stop, and go back to where it began, panels and all."""
+        if self.going is not None:
+            self.going = None
+            self.runner.goto(self.going_from)
+            self.notify(f"Go to cancelled: back at event {self.runner.position} ({self.runner.now:.2f} s).",
+                        title="Go to")
+            self._after_command()
+            return
         what = self.seeking
         self.seeking = None
         self.runner.cancel_seek(back_to_origin=True)
@@ -498,15 +516,24 @@ class KvtuiApp(App[None]):
         self.playing = False
         self._stop_seek()
         try:
-            if where.startswith("#"):
-                self.runner.goto(int(where[1:]))
-            else:
-                self.runner.goto_time(_sim_time(where))
+            target = ("event", int(where[1:])) if where.startswith("#") else ("time", _sim_time(where))
         except ValueError:
             self.notify(f"Not a time or an event number: {where!r} (try 12.5 or #500).", title="Go to", severity="warning")
             return
+        self._start_go(target)
+
+    def _start_go(self, target: tuple[str, float]) -> None:
+        """One budgeted attempt now; a long way forward goes on in the frame timer, shown in the
+        header and cancellable with Escape, like a jump (without a frame timer it runs to the end)."""
+        self.going_from = self.runner.position
+        if not self._go(target, FRAME_BUDGET_S if self.fps > 0 else float("inf")):
+            self.going = target
         self._unhighlight_logs()
         self._after_command()
+
+    def _go(self, target: tuple[str, float], budget_s: float) -> bool:
+        kind, value = target
+        return self.runner.goto(int(value), budget_s) if kind == "event" else self.runner.goto_time(value, budget_s)
 
     def action_chapter(self, delta: int) -> None:
         story = list(getattr(self.runner.scenario, "story", ()) or ())
@@ -529,10 +556,8 @@ class KvtuiApp(App[None]):
             target = earlier[-2] if len(earlier) > 1 and now - current.at < 0.5 else current
         self.playing = False
         self._stop_seek()
-        self.runner.goto_time(target.at)
         self.notify(target.title, title=f"Chapter at {target.at:g} s")
-        self._unhighlight_logs()
-        self._after_command()
+        self._start_go(("time", target.at))
 
     def action_why(self) -> None:
         from kvtui.tui.screens.why import WhyScreen, candidate_notes
@@ -572,6 +597,7 @@ class KvtuiApp(App[None]):
     def _restart(self, policy: str | None = None) -> None:
         self.playing = False
         self.seeking = None
+        self.going = None
         self.runner.restart(policy=policy)
         _freeze_heap(thaw=True)
         self.maps.rebind()

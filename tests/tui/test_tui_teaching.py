@@ -253,3 +253,36 @@ def test_split_screen_go_to_why_and_event_log_per_side(scenario):
             assert isinstance(app.screen, WhyScreen) and app.screen.title_text.startswith("round_robin")
 
     run(go())
+
+
+def test_a_long_go_to_runs_in_the_frames_and_escape_cancels_it():
+    """`g` to a far time no longer blocks the screen: it goes on frame by frame, the header says
+    so, and Escape returns to the event it started from (QA on big-cluster: ~3 s frozen)."""
+    from pathlib import Path
+
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.app import make_app
+
+    import itertools
+
+    async def go():
+        scenario = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"), [])
+        app = make_app(scenario, fps=20, theme="dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press(*["s"] * 10)
+            await pilot.pause()
+            origin = app.runner.position
+            app.runner.source.clock = itertools.count(0.0, 1.0).__next__  # every budget runs out at once
+            app.goto("80")
+            assert app.going == ("time", 80.0) and app.state_text() == "going to 80 s"
+            await pilot.pause(0.2)
+            assert app.going is not None and app.runner.position > origin
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.going is None and app.runner.position == origin
+            assert "cancelled" in list(app._notifications)[-1].message
+            app.runner.source.clock = None  # no budget: the next go-to arrives at once
+            app.goto("#40")
+            assert app.going is None and app.runner.position == 40
+
+    run(go())
