@@ -103,10 +103,10 @@ def check_budget(file: str, scenario: "Scenario", cost) -> None:
 
 
 def check_policy(name: str | None) -> None:
-    from kvtui.scenario.policies import POLICY_NAMES
+    from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
 
     if name is not None and name not in POLICY_NAMES:
-        raise UsageError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
+        raise UsageError(unknown_policy(name))
 
 
 def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,

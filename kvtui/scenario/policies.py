@@ -45,3 +45,11 @@ POLICIES: dict[str, PolicyEntry] = {
 }
 
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
+
+
+def unknown_policy(name: str) -> str:
+    """The one message for a policy name the registry lacks, with the nearest name when one is
+    close (`--policy dynamoo`, `--vs cache_awar`): the app, the commands and the engine say it alike."""
+    from kvtui.scenario.schema import suggestion
+
+    return f"unknown policy {name!r}{suggestion(name, POLICY_NAMES)}; known: {', '.join(POLICY_NAMES)}"

@@ -29,7 +29,7 @@ from textual.widgets import Footer
 from kvtui.errors import InputError
 from kvtui.events import Event, RouteDecided
 from kvtui.scenario.model import Scenario
-from kvtui.scenario.policies import POLICY_NAMES
+from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
 from kvtui.tui.commands import KvtuiCommands
 from kvtui.tui.controls import bindings, help_rows, palette
 from kvtui.run import SEEK_KINDS, Run
@@ -782,7 +782,7 @@ def make_app(
                 "--theme", None, f"unknown theme {theme!r}; known: {', '.join(known)} (and Textual's: {', '.join(sorted(BUILTIN_THEMES))})"
             )
     if policy is not None and policy not in POLICY_NAMES:
-        raise InputError.one("--policy", None, f"unknown policy {policy!r}; known: {', '.join(POLICY_NAMES)}")
+        raise InputError.one("--policy", None, unknown_policy(policy))
     return KvtuiApp(scenario, seed=seed, policy=policy, theme=theme, themes=themes, fps=fps)
 
 

@@ -271,9 +271,9 @@ class CompareApp(App[None]):
 def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,
                      theme: str | None = None, fps: int = FPS) -> CompareApp:
     from kvtui.errors import InputError
-    from kvtui.scenario.policies import POLICY_NAMES
+    from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
 
     for flag, name in (("--vs", vs), ("--policy", policy)):
         if name is not None and name not in POLICY_NAMES:
-            raise InputError.one(flag, None, f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
+            raise InputError.one(flag, None, unknown_policy(name))
     return CompareApp(scenario, vs, seed=seed, policy=policy, theme=theme, fps=fps)

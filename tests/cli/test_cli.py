@@ -206,3 +206,13 @@ def test_a_mistyped_command_is_named_with_a_suggestion(capsys):
     assert main(["runn", "scenarios/pressure.yaml"]) == 2
     err = capsys.readouterr().err
     assert "unknown command 'runn'; did you mean 'run'?" in err
+
+
+def test_an_unknown_policy_gets_the_nearest_name_everywhere():
+    """One message for `--policy`, `--vs` and the engine (QA: a typo listed the names only)."""
+    from kvtui.scenario.policies import unknown_policy
+
+    p = kvtui("run", "scenarios/pressure.yaml", "--policy", "dynamoo")
+    assert p.returncode == 2 and "unknown policy 'dynamoo'; did you mean 'dynamo'?" in p.stderr
+    assert "did you mean 'cache_aware'?" in unknown_policy("cache_awar")
+    assert "did you mean" not in unknown_policy("zzzz") and "known: round_robin" in unknown_policy("zzzz")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 
 from kvtui.scenario.model import Router as RouterConfig
-from kvtui.scenario.policies import POLICIES, POLICY_NAMES
+from kvtui.scenario.policies import POLICIES, unknown_policy
 from kvtui.sim.router.base import Policy
 
 
@@ -16,7 +16,7 @@ def policy_class(name: str) -> type[Policy]:
     try:
         module, _, cls = POLICIES[name].implementation.partition(":")
     except KeyError:
-        raise KeyError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}") from None
+        raise KeyError(unknown_policy(name)) from None
     return getattr(importlib.import_module(module), cls)
 
 
