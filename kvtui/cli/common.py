@@ -82,18 +82,12 @@ def load(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "Scenario":
 def cost_of(scenario: "Scenario", trace=None):
     """The estimate; a trace is scanned for it (its requests and lengths) unless `trace`, a
     scan already made (a `TraceWorkload`), is given."""
+    from kvtui.run.traces import scan_trace
     from kvtui.scenario.cost import estimate
 
-    if scenario.workload.trace is not None and trace is None:
-        trace = scan_trace(scenario)
+    if trace is None:
+        trace = scan_trace(scenario)  # None without a trace
     return estimate(scenario, trace.shape if trace is not None else None)
-
-
-def scan_trace(scenario: "Scenario"):
-    """Read the whole trace now (a `TraceWorkload`): kvtui/run/traces.py."""
-    from kvtui.run.traces import scan_trace as scan
-
-    return scan(scenario)
 
 
 def check_budget(file: str, scenario: "Scenario", cost) -> None:

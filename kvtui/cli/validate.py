@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load, scan_trace
+from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load
+from kvtui.run.traces import scan_trace
 
 
 def main(argv: list[str]) -> int:
@@ -16,7 +17,7 @@ def main(argv: list[str]) -> int:
     add_force_option(p)
     args = p.parse_args(argv)
     scenario = load(args, budget=False)
-    trace = scan_trace(scenario) if scenario.workload.trace is not None else None
+    trace = scan_trace(scenario)  # read whole now: a broken line is reported here, not mid-run
     notes = trace.notes() if trace is not None else []
     cost = cost_of(scenario, trace)
     print(f"{args.scenario}: {cost.summary()}")

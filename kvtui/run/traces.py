@@ -13,7 +13,7 @@ from kvtui.scenario.model import Scenario
 from kvtui.sim.workload.trace import TraceWorkload
 from kvtui.sim.workload.trace_stats import TraceStats, trace_stats
 
-__all__ = ["TraceStats", "read_whole_trace", "scan_trace", "trace_stats"]
+__all__ = ["TraceStats", "scan_trace", "trace_stats"]
 
 
 def scan_trace(scenario: Scenario) -> TraceWorkload | None:
@@ -25,8 +25,3 @@ def scan_trace(scenario: Scenario) -> TraceWorkload | None:
         return None
     return TraceWorkload(w.trace, w.arrival, scenario.cluster.block_size, np.random.default_rng(0))
 
-
-def read_whole_trace(scenario: Scenario) -> list[str]:
-    """The workload's notes (skipped records, weka copies) after reading its whole trace."""
-    workload = scan_trace(scenario)
-    return [] if workload is None else workload.notes()
