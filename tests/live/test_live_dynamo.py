@@ -84,7 +84,7 @@ class RawCount:
 def test_the_mocker_publishes_what_kvtui_counts(tmp_path):
     dynamo, extra = peers.require("dynamo"), peers.require("dynamo-mocker") / "site"
     write_model(tmp_path / "model")
-    port, replay = vp.free_port(), vp.free_port()
+    port, replay = vp.free_port_ranges(2, width=1)
     env = dict(os.environ, DYN_FILE_KV=str(tmp_path / "discovery"), PYTHONPATH=str(extra))
     python = str(dynamo / "bin" / "python")
     session = LiveSession([Engine("mocker", f"tcp://127.0.0.1:{port}", f"tcp://127.0.0.1:{replay}")],

@@ -264,7 +264,7 @@ def test_the_live_and_replay_commands_print_the_same_lines(new, tmp_path, capsys
 
 
 def test_one_subscriber_per_data_parallel_rank(new):
-    ports = (vp.free_port(), vp.free_port())
+    ports = vp.free_port_ranges(2, width=2)
     pubs = [vp.Publisher(new.kv_events, rank=r, ports=ports) for r in range(2)]
     engine = Engine("dp", f"tcp://127.0.0.1:{ports[0]}", f"tcp://127.0.0.1:{ports[1]}", data_parallel_size=2)
     session = LiveSession([engine])

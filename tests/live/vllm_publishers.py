@@ -55,6 +55,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_port_ranges(count: int, width: int) -> tuple[int, ...]:
+    """`count` base ports, each with `width` free ports above it and no two ranges overlapping.
+
+    A data-parallel publisher binds base + rank, so two independent free ports can collide
+    (the second base one above the first); this checks every port of every range by binding it.
+    """
+    while True:
+        bases = [free_port() for _ in range(count)]
+        wanted = [b + i for b in bases for i in range(width)]
+        if len(set(wanted)) == len(wanted) and _all_free(wanted):
+            return tuple(bases)
+
+
+def _all_free(ports: list[int]) -> bool:
+    socks = []
+    try:
+        for port in ports:
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("0.0.0.0", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        for s in socks:
+            s.close()
+
+
 @dataclass
 class Published:
     """What the source handed the publisher: block hashes stored and removed, per batch."""
@@ -114,7 +142,7 @@ class Publisher:
                  rank: int = 0, ports: tuple[int, int] | None = None):
         """`ports`: the base ports of a data-parallel engine; the publisher adds its rank."""
         self.kv = kv_events
-        base, replay_base = ports or (free_port(), free_port())
+        base, replay_base = ports or free_port_ranges(2, width=rank + 1)
         self.port, self.replay_port = base + rank, replay_base + rank
         self.pub = kv_events.ZmqEventPublisher(
             rank, endpoint=f"tcp://*:{base}",
