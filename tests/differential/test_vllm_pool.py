@@ -13,8 +13,10 @@ partial tails, decode growth and pools small enough that most admissions evict.
 Both sides see the same tokens: vLLM hashes them with its own `hash_block_tokens` (sha256, its
 default) and the 64-bit integer form its KV events carry is kvtui's block key. Compared per
 admission: the prefix-hit blocks, the block table, the cached keys with their number of copies,
-and the KV events since the previous admission (vLLM's sent through the real msgpack wire
-format: `KVEventBatch`), BlockStored and BlockRemoved, duplicates included.
+the KV events since the previous admission (vLLM's sent through the real msgpack wire
+format: `KVEventBatch`), BlockStored and BlockRemoved, duplicates included, and the KV usage the
+router reads (`state.block_figures`) against the pool's own `get_usage` (the metric
+`kv_cache_usage_perc`, which leaves the null block out).
 
 Size: `cases(500)` admissions per pool size (KVTUI_DIFF_SCALE=20 for >= 10,000 by hand).
 """
@@ -29,11 +31,12 @@ import pytest
 
 from kvtui.sim.kv_manager import KVCacheManager
 from kvtui.sim.request import Request
+from kvtui.sim.router.state import NodeState, block_figures
 from . import peers
 
 BS = 4
 POOL_SIZES = (12, 25, 48, 96)
-MEASURES = ("hit blocks", "block table", "cached keys", "events")
+MEASURES = ("hit blocks", "block table", "cached keys", "events", "usage")
 
 
 @dataclass
@@ -237,6 +240,10 @@ class KvtuiSide:
         pool = self.kv.pool
         return Counter({k: pool.copies_of(k) for k in pool.cached})
 
+    def usage(self) -> float:
+        """The KV usage a routing policy reads for this pool (the router's NodeState)."""
+        return NodeState("n", None, 0, 0.0, 0, 0, 0, *block_figures(self.kv.pool), -1).kv_usage
+
 
 class Pair:
     """Both sides under one stream; counts where they agree."""
@@ -318,6 +325,7 @@ class Pair:
             "block table": [b.block_id for b in seq.vllm_blocks] == seq.kvtui.blocks,
             "cached keys": self.vllm.cached() == self.kvtui.cached(),
             "events": self.vllm.events() == self.kvtui.events(),
+            "usage": self.vllm.pool.get_usage() == self.kvtui.usage(),
         }
         for name, ok in checks.items():
             self.agree[name] += ok

@@ -67,7 +67,7 @@ class CacheAware(Policy):
                 return Decision(
                     pick.name,
                     f"miss (0/{total} blocks anywhere): best fit {pick.name} leaves {pick.free_blocks - need} "
-                    f"of {pick.num_blocks} free{tie_note(tied)}",
+                    f"of {pick.usable_blocks} free{tie_note(tied)}",
                     candidates(states, scores),
                     margin,
                     tie_text(tied),

@@ -12,7 +12,8 @@ clamped to [0, 1]); the picker takes the maximum after shuffling, so ties are ra
 - queue (plugins/scorer/queue.go): (max - q) / (max - min) over the candidates' waiting-queue
   lengths, and 1 for everyone when all are equal;
 - kv-cache utilisation (plugins/scorer/kvcache_utilization.go): 1 - KV usage, where usage is
-  vLLM's `kv_cache_usage_perc` (1 - free blocks / total; cached-but-idle blocks count as free).
+  vLLM's `kv_cache_usage_perc` (1 - free blocks / total; cached-but-idle blocks count as free,
+  the null block is left out of the total: `state.block_figures`).
 
 Weights (`router.weights`), each preset named with where it ships:
 - `llm-d-approximate` (prefix 3, queue 2, kv 2): the default profile of the InferencePool chart

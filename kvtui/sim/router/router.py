@@ -40,7 +40,7 @@ from kvtui.sim.router.approx import ApproxIndex
 from kvtui.sim.router.base import Context
 from kvtui.sim.router.index import KVIndex, Match
 from kvtui.sim.router.registry import make_policy
-from kvtui.sim.router.state import Decision, NodeState
+from kvtui.sim.router.state import Decision, NodeState, block_figures
 
 if TYPE_CHECKING:
     from kvtui.sim.bus import Bus
@@ -213,8 +213,7 @@ class Router:
                 prefix, score = 0, 0.0
             else:
                 prefix, score = m.consecutive, (min(1.0, m.weighted / scored) if scored else 0.0)
-            pool = node.pool
-            free = pool.free_queue.size
+            used_blocks, free, usable = block_figures(node.pool)
             out.append(
                 NodeState(
                     name,
@@ -224,9 +223,9 @@ class Router:
                     total,
                     len(node.running),
                     len(node.waiting),
-                    pool.num_blocks - free,  # used blocks
+                    used_blocks,
                     free,
-                    pool.num_blocks,
+                    usable,
                     node.pending_prefill_tokens() if prefill else -1,
                     -1 if other is None else other.get(name, none).consecutive,
                     (self.index.gpu_run(name, keys, prefix) if prefix and tiers else prefix),

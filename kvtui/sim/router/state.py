@@ -41,7 +41,8 @@ class NodeState:
     prompt blocks, in [0, 1]. `prefill_tokens` are prompt tokens queued or mid-prefill on the
     node (work it must do before a new request's prefill starts; -1 unless the policy declares
     `READS_PREFILL_TOKENS`, as walking every queue per decision costs); `used_blocks` are blocks
-    held by requests now (decode state), `free_blocks` can be allocated (empty or idle cached).
+    held by requests now (decode state), `free_blocks` can be allocated (empty or idle cached),
+    `usable_blocks` is the pool less vLLM's null block (see `block_figures`).
     """
 
     name: str
@@ -53,7 +54,7 @@ class NodeState:
     waiting: int
     used_blocks: int
     free_blocks: int
-    num_blocks: int
+    usable_blocks: int
     prefill_tokens: int
     other_prefix: int = -1  # approximate mode: what the precise (KV-event) index says; -1 otherwise
     gpu_prefix: int = -1  # the part of `prefix` held in GPU memory (= prefix unless the policy READS_TIERS)
@@ -68,7 +69,8 @@ class NodeState:
 
     @property
     def kv_usage(self) -> float:
-        return 1.0 - self.free_blocks / self.num_blocks if self.num_blocks else 1.0
+        """vLLM's `kv_cache_usage_perc`: 1 - free / usable (a pool with no usable block is full)."""
+        return 1.0 - self.free_blocks / self.usable_blocks if self.usable_blocks else 1.0
 
     def base_features(self) -> Features:
         """The features every decision shows, whatever the policy."""
@@ -81,6 +83,19 @@ class NodeState:
             ("kv_util", round(self.kv_usage, 4)),
         ]
         return tuple(out)
+
+
+def block_figures(pool) -> tuple[int, int, int]:
+    """(used, free, usable) blocks of a node's pool, as the router sees them.
+
+    vLLM 0.33.0 reports KV usage as `BlockPool.get_usage` (vllm/v1/core/block_pool.py):
+    1 - free / (num_gpu_blocks - 1), the null block (block 0, never allocated) left out of the
+    total; counting it as used would make an idle node look 1 / N busy.
+    tests/differential/test_vllm_pool.py compares the usage these give with the real pool's.
+    """
+    free = pool.free_queue.size
+    usable = pool.usable
+    return usable - free, free, usable
 
 
 class Decision:

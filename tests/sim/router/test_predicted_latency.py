@@ -38,7 +38,7 @@ def node(name, *, prefix=0.0, running=1, waiting=0, free=60, tif=0, problem=None
         waiting=waiting,
         used_blocks=100 - free,
         free_blocks=free,
-        num_blocks=100,
+        usable_blocks=100,
         prefill_tokens=tif,
     )
 

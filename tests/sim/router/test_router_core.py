@@ -35,7 +35,7 @@ def state(name, prefix=0, total=10, running=0, waiting=0, free=100, blocks=100, 
         waiting=waiting,
         used_blocks=blocks - free,
         free_blocks=free,
-        num_blocks=blocks,
+        usable_blocks=blocks,
         prefill_tokens=prefill,
     )
 

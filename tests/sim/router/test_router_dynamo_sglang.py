@@ -38,7 +38,7 @@ def ns(name, prefix=0, total=4, running=0, waiting=0, problem=None):
         waiting=waiting,
         used_blocks=0,
         free_blocks=100,
-        num_blocks=100,
+        usable_blocks=100,
         prefill_tokens=0,
     )
 
