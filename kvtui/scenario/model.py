@@ -487,6 +487,13 @@ class HardwareProfile:
     interconnect: str = field(default="none", metadata=doc("name of the GPU-to-GPU link, for display"))
     interconnect_gb_s: float = field(default=0.0, metadata=doc("GPU-to-GPU bandwidth per direction in GB/s (needed for tensor_parallel > 1)", min=0, max=1e6))
     interconnect_latency_us: float = field(default=0.0, metadata=doc("latency of one ring all-reduce step in microseconds", min=0, max=1e9))
+    allreduce_launch_us: float = field(default=0.0, metadata=doc("fixed cost of one all-reduce call in microseconds, whatever its size", min=0, max=1e9))
+    eager_layer_floor_us: float = field(
+        default=0.0, metadata=doc("least time per layer of a tensor-parallel iteration run eagerly (beyond CUDA graphs), microseconds", min=0, max=1e9)
+    )
+    usable_memory_gib: float | None = field(
+        default=None, metadata=doc("memory the driver reports (torch.cuda.mem_get_info) in GiB; default memory_gb", min=0.01, max=100_000)
+    )
     compute_efficiency: float | None = field(default=None, metadata=doc("default achieved share of peak FLOP/s", min=0.01, max=1))
     memory_efficiency: float | None = field(default=None, metadata=doc("default achieved share of memory bandwidth", min=0.01, max=1))
     source: str = field(default="", metadata=doc("where the figures come from"))
@@ -506,6 +513,12 @@ class ModelProfile:
     attention_heads: int = field(metadata=doc("num_attention_heads", min=1, max=1_000_000))
     kv_heads: int = field(metadata=doc("num_key_value_heads", min=1, max=1_000_000))
     head_dim: int | None = field(default=None, metadata=doc("head_dim; default hidden / attention_heads", min=1, max=1_000_000))
+    activation_peak_gib: float | None = field(
+        default=None, metadata=doc("vLLM's measured profiling peak on one GPU in GiB; default kvtui's estimate", min=0.001, max=100_000)
+    )
+    activation_peak_tokens: int | None = field(
+        default=None, metadata=doc("batched tokens the peak was measured at (default 8192)", min=1, max=100_000_000)
+    )
     source: str = field(default="", metadata=doc("where the figures come from"))
 
 

@@ -440,6 +440,100 @@ def test_a_bad_user_profile_is_reported_with_its_lines(tmp_path):
     ]  # (`model: mine` names a profile that failed to build: not reported twice)
 
 
+def test_every_shipped_profile_key_can_be_set_in_a_scenario():
+    """A scenario's `hardware:` / `models:` take every key the shipped files use (issue 18:
+    usable_memory_gib, allreduce_launch_us, eager_layer_floor_us could not be set)."""
+    from kvtui.profiles import _read_data
+    from kvtui.scenario.model import HardwareProfile, ModelProfile
+
+    for filename, profile in (("hardware.yaml", HardwareProfile), ("models.yaml", ModelProfile)):
+        settable = {f.name for f in dataclasses.fields(profile)}
+        for name, figures in _read_data(filename).items():
+            assert set(figures) <= settable, f"{filename} {name}: {sorted(set(figures) - settable)}"
+
+
+GPU = """\
+    hardware:
+      gpu:
+        memory_gb: 80
+        bf16_tflops: 989
+        hbm_tb_s: 3.35
+        interconnect_gb_s: 450
+        interconnect_latency_us: 1.0
+    cluster:
+      hardware: gpu
+      nodes:
+        - {name: a, tensor_parallel: 4}
+    """
+
+
+def _hardware_and_blocks(path, sets=()):
+    from kvtui.scenario.plan import node_plans
+
+    plan = node_plans(load_scenario(path, list(sets)))[0]
+    return plan.hardware, plan.kv_blocks
+
+
+def test_user_hardware_sets_the_tensor_parallel_floor_and_usable_memory(tmp_path):
+    """The three figures reach the latency model and the memory fit, from YAML and from --set."""
+    extra = "    allreduce_launch_us: 12\n    eager_layer_floor_us: 1425\n    usable_memory_gib: 79.18\n"
+    plain = write(tmp_path, GPU)
+    tuned = tmp_path / "tuned.yaml"
+    tuned.write_text(textwrap.dedent(GPU).replace("  interconnect_latency_us: 1.0\n", "  interconnect_latency_us: 1.0\n" + extra))
+    hw0, blocks0 = _hardware_and_blocks(plain)
+    hw, blocks = _hardware_and_blocks(tuned)
+    assert (hw0.allreduce_launch_s, hw0.eager_layer_floor_s, hw0.usable_memory_bytes) == (0.0, 0.0, 0.0)
+    assert hw.allreduce_launch_s == pytest.approx(12e-6) and hw.eager_layer_floor_s == pytest.approx(1425e-6)
+    assert hw.usable_memory_bytes == pytest.approx(79.18 * 2**30)
+    assert blocks > blocks0  # 79.18 GiB is more than 80 GB (74.5 GiB)
+    profile = load_scenario(tuned).hardware["gpu"]
+    from kvtui.profiles import shipped_hardware
+
+    h100 = shipped_hardware()["h100-80gb"]
+    assert (hw.allreduce_launch_s, hw.eager_layer_floor_s, hw.usable_memory_bytes) == (
+        h100.allreduce_launch_s, h100.eager_layer_floor_s, h100.usable_memory_bytes)
+    assert profile.usable_memory_gib == 79.18
+    over, _ = _hardware_and_blocks(plain, ["hardware.gpu.allreduce_launch_us=20", "hardware.gpu.usable_memory_gib=40"])
+    assert over.allreduce_launch_s == pytest.approx(20e-6) and over.usable_memory_bytes == pytest.approx(40 * 2**30)
+
+
+def test_a_user_model_sets_its_measured_activation_peak(tmp_path):
+    path = write(tmp_path, """\
+        models:
+          mine: {params_b: 8, layers: 32, hidden: 4096, intermediate: 14336, attention_heads: 32, kv_heads: 8,
+                 activation_peak_gib: 4.76, activation_peak_tokens: 8192}
+        model: mine
+        """)
+    from kvtui.profiles import shipped_models
+    from kvtui.scenario.serving import profile_catalog
+
+    mine = profile_catalog(load_scenario(path))[1]["mine"]
+    assert mine.activation_extra_bytes == pytest.approx(shipped_models()["llama-3.1-8b"].activation_extra_bytes)
+    assert mine.activation_extra_bytes > 0
+
+
+def test_bad_tensor_parallel_floor_and_memory_figures_are_reported_with_their_lines(tmp_path):
+    path = write(tmp_path, """\
+        hardware:
+          gpu:
+            memory_gb: 80
+            bf16_tflops: 989
+            hbm_tb_s: 3.35
+            allreduce_launch_us: -1
+            eager_layer_floor_us: fast
+            usable_memory_gib: 0
+        models:
+          mine: {params_b: 8, layers: 32, hidden: 4096, intermediate: 14336, attention_heads: 32, kv_heads: 8,
+                 activation_peak_gib: -2}
+        """)
+    assert problems(path) == [
+        (str(path), 6, "hardware.gpu.allreduce_launch_us: must be between 0 and 1000000000, got -1"),
+        (str(path), 7, "hardware.gpu.eager_layer_floor_us: expected a number, got 'fast'"),
+        (str(path), 8, "hardware.gpu.usable_memory_gib: must be between 0.01 and 100000, got 0"),
+        (str(path), 11, "models.mine.activation_peak_gib: must be between 0.001 and 100000, got -2"),
+    ]
+
+
 def test_profile_name_choices_include_the_scenarios_own(tmp_path):
     path = write(tmp_path, "hardware:\n  l40s: {memory_gb: 48, bf16_tflops: 362, hbm_tb_s: 0.864}\ncluster:\n  hardware: l40\n")
     assert one_problem(path)[1:] == (
