@@ -2,6 +2,8 @@
 each routed by the blog's policies over several seeds, as markdown tables with 95 % intervals.
 
 Run:  python benchmarks/routing_study.py [--seeds N] [--workers K]   (default 3 seeds, 1 worker)
+      python benchmarks/routing_study.py --only predicted_latency --set router.predicted_latency.kv_buckets=10
+      (one policy's rows, with extra overrides: how the predictor's options were measured)
 
 Every cell is one `kvtui sweep` over N seeds (seeds S..S+N-1, S the scenario's own), so each
 figure is a mean with its 95 % Student-t half-width (kvtui.sweep.stats). The policies are the
@@ -82,11 +84,14 @@ def cell(docs: list[dict], path: str, fmt: str) -> str:
     return f"{fmt.format(est.mean)} ± {fmt.format(est.half_width).rstrip('%')}"
 
 
-def table(name: str, scenario: str, seeds: int, workers: int, tmp: Path) -> list[str]:
-    out = [f"**{name}** (`scenarios/{scenario}`, {seeds} seeds; latencies in ms)", "",
+def table(name: str, scenario: str, args: argparse.Namespace, tmp: Path) -> list[str]:
+    out = [f"**{name}** (`scenarios/{scenario}`, {args.seeds} seeds; latencies in ms)", "",
            "| policy | " + " | ".join(c[0] for c in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
     for label, policy, sets in POLICIES:
-        docs = sweep(scenario, policy, sets, seeds, workers, tmp / f"{scenario}-{label}.jsonl".replace(" ", "_"))
+        if args.only and policy != args.only:
+            continue
+        path = tmp / f"{scenario}-{label}.jsonl".replace(" ", "_")
+        docs = sweep(scenario, policy, sets + tuple(args.set), args.seeds, args.workers, path)
         out.append(f"| {label} | " + " | ".join(cell(docs, path, fmt) for _, path, fmt in COLUMNS) + " |")
     return out + [""]
 
@@ -95,10 +100,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--only", metavar="POLICY", help="run this policy's rows only (e.g. predicted_latency)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an extra override for every run")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for name, scenario in SCENARIOS:
-            print("\n".join(table(name, scenario, args.seeds, args.workers, Path(tmp))), flush=True)
+            print("\n".join(table(name, scenario, args, Path(tmp))), flush=True)
 
 
 if __name__ == "__main__":

@@ -555,6 +555,11 @@ def _check_router(scenario: Scenario, b: _Builder) -> None:
     if 0 < interval < MIN_EVICTION_INTERVAL_S:
         path = "router.sglang.eviction_interval_s"
         b.report_at(path, f"{path}: must be 0 (never) or at least {MIN_EVICTION_INTERVAL_S:g} s, got {interval:g}")
+    pl = scenario.router.predicted_latency
+    if pl.objective == "quantile" and pl.regressor != "xgboost":
+        path = "router.predicted_latency.objective"
+        b.report_at(path, f"{path}: quantile trains XGBoost's quantile objective; set regressor: xgboost "
+                    "(the linear regressor fits the relative mean only)")
     if scenario.router.predicted_latency.regressor == "xgboost" and not _xgboost_installed():
         path = "router.predicted_latency.regressor"
         b.report_at(path, f"{path}: xgboost needs the xgboost package, which is not installed here; "

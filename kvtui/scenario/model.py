@@ -408,7 +408,15 @@ class PredictedLatencyConfig:
         metadata=doc("max: greedy best score (the blog); weighted_random: sample by score (llm-d's chart profile)"),
     )
     bucket_size: int = field(default=500, metadata=doc("training samples kept per stratification bucket (newest)", min=1, max=1_000_000))
-    kv_buckets: int = field(default=10, metadata=doc("KV-usage buckets of the training window (10: steps of 10 %)", min=1, max=100))
+    kv_buckets: int = field(default=20, metadata=doc("KV-usage buckets of the training window (20: llm-d's steps of 5 %)", min=1, max=100))
+    objective: Literal["relative", "quantile"] = field(
+        default="relative",
+        metadata=doc("xgboost: relative (squared error weighted 1/y^2, kvtui's) or quantile (llm-d's default, at quantile_alpha)"),
+    )
+    quantile_alpha: float = field(default=0.9, metadata=doc("objective quantile: the quantile trained (llm-d: 0.9)", min=0.01, max=0.99))
+    iteration_feature: bool = field(
+        default=False, metadata=doc("kvtui's option beyond llm-d: the time left in the node's running iteration as a feature")
+    )
     min_samples: int = field(default=10, metadata=doc("samples before the first fit (cold fallback until then)", min=2, max=1_000_000))
     retrain_interval_s: float = field(default=1.0, metadata=doc("sim seconds between retrains (when new samples came)", min=0, max=1e9))
     retrain_samples: int = field(default=0, metadata=doc("also retrain after this many new samples; 0: only by time", min=0, max=1_000_000_000))

@@ -102,6 +102,7 @@ class Node:
         self._wake: simpy.Event | None = None
         self._up_event: simpy.Event | None = None
         self._busy = False
+        self._segment: tuple[float, list[float]] = (0.0, [])  # (start, iteration durations) of the segment running
         self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
         self.process = self.env.process(self._loop())
 
@@ -121,6 +122,20 @@ class Node:
             if r.computed < r.target:
                 total += r.target - r.computed
         return total
+
+    def iteration_left(self, now: float) -> float:
+        """Seconds until the iteration in progress ends (0 when idle): what a request that
+        arrives now waits before an iteration can schedule it (see `_loop`). A walk over the
+        segment's iterations, so only a policy that asks (predicted_latency's option) pays it."""
+        if not self._busy:
+            return 0.0
+        start, durations = self._segment
+        elapsed, end = now - start, 0.0
+        for d in durations:
+            end += d
+            if end > elapsed + _EPS:
+                return end - elapsed
+        return 0.0
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
@@ -222,6 +237,7 @@ class Node:
                 total = sum(durations)
                 start = env.now
                 self._busy = True
+                self._segment = (start, durations)
                 if len(durations) > 1:
                     self._wake = env.event()
                     yield env.timeout(total) | self._wake

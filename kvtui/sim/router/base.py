@@ -43,6 +43,9 @@ class Policy:
     # Whether `choose` reads `NodeState.gpu_prefix` (the GPU part of the consecutive match):
     # one more index walk per node holding the prompt's first block, so only when asked.
     READS_TIERS = False
+    # Whether `choose` reads `NodeState.iteration_left_ms` (a walk over each busy node's
+    # segment per decision): predicted_latency with its `iteration_feature` option only.
+    READS_ITERATION_LEFT = False
 
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "Policy":

@@ -179,11 +179,15 @@ class PredictedLatency(Policy):
 
     def __init__(self, cfg: PredictedLatencyConfig | None = None, predictor: LatencyPredictor | None = None) -> None:
         self.cfg = cfg or PredictedLatencyConfig()
+        self.READS_ITERATION_LEFT = self.cfg.iteration_feature
         self._no_slo = True  # the request being decided carries no SLO (set per decision)
         c = self.cfg
         self.predictor = predictor or LatencyPredictor(
             PredictorConfig(
                 regressor=c.regressor,
+                objective=c.objective,
+                quantile_alpha=c.quantile_alpha,
+                iteration_feature=c.iteration_feature,
                 bucket_size=c.bucket_size,
                 kv_buckets=c.kv_buckets,
                 min_samples=c.min_samples,
@@ -216,7 +220,8 @@ class PredictedLatency(Policy):
     # ------------------------------------------------------------------ features and predictions
     @staticmethod
     def features(req: Request, s: NodeState) -> Row:
-        return (s.kv_usage, float(req.prompt_tokens), float(s.waiting), float(s.running), float(s.prefill_tokens), s.prefix_score)
+        left = max(s.iteration_left_ms, 0.0)  # -1: not read (the option is off), a column no model uses
+        return (s.kv_usage, float(req.prompt_tokens), float(s.waiting), float(s.running), float(s.prefill_tokens), s.prefix_score, left)
 
     def predict(self, req: Request, ok: Sequence[NodeState]) -> dict[str, Pred] | None:
         out = self.predictor.predict([self.features(req, s) for s in ok])

@@ -18,8 +18,9 @@ training_server.py, class `LatencyPredictor`; the EPP side at llm-d-inference-sc
   (default 500), so it keeps its newest samples and old regimes are not washed out by the
   current one (the blog's argument). Queue buckets are upstream's 0 / 1-2 / 3-5 / 6-10 / 11+
   waiting (`_get_queue_bucket`), prefix buckets quarters (`_get_prefix_bucket`). KV buckets:
-  the blog and the issue say tens of percent; upstream's code has since moved to 5 % steps
-  (`cache_buckets = int(1.0 / 0.05)`); `kv_buckets` is the knob (default 10).
+  upstream's 5 % steps (llm-d-latency-predictor 04e44cd training/training_server.py,
+  `LatencyPredictor.__init__`: `cache_buckets = int(1.0 / 0.05)`, 20 buckets); the blog said
+  tens of percent. `kv_buckets` is the knob (default 20, upstream's).
 - **Retraining.** Upstream retrains in a background loop every `RETRAINING_INTERVAL_SEC`
   (code default 1800 s; the shipped ConfigMap deploy/base/training/configmap.yaml sets 1 s),
   skipping while the windows hold fewer than `MIN_SAMPLES_FOR_RETRAIN` samples in total (code
@@ -37,6 +38,13 @@ training_server.py, class `LatencyPredictor`; the EPP side at llm-d-inference-sc
   exactly these columns in upstream's order (`upstream_design`); the EPP always sends 0 decode
   tokens in flight, tokens generated is 0 at dispatch and kvtui's pods are monolithic, so those
   columns are constant. Left out: the encoder sizes (multimodal; no such inputs here).
+- **Beyond upstream: the iteration in progress** (`iteration_feature`, off by default). A
+  request that reaches a busy server waits for the iteration in progress to end before its
+  prefill is scheduled: a share of one iteration (milliseconds, a large part of a short TTFT)
+  that no dispatch-time metric shows, so no upstream feature can learn it. kvtui knows it
+  exactly (`Node.iteration_left`); with the option on, every model gets it as one more column
+  (TTFT and TPOT, linear and XGBoost). No real EPP can see this: it measures how much of the
+  TTFT error is that wait, it is not a model of llm-d.
 
 Regressors:
 
@@ -53,11 +61,14 @@ Regressors:
   hyper-parameters (200 trees, depth 6, learning rate 0.05, subsample / colsample 0.8,
   min_child_weight 5, gamma 0.2, reg_alpha 0.01, reg_lambda 0.1, hist, random_state 42), with
   `nthread=1` so runs are bit-for-bit reproducible, through the native `xgboost.train` API (no
-  scikit-learn needed). Objective `reg:squarederror` weighted 1 / y^2 like the linear model:
-  upstream defaults to the p90 quantile (`LATENCY_OBJECTIVE_TYPE=quantile`,
-  `LATENCY_QUANTILE_ALPHA=0.9`, `reg:quantileerror`), a deliberate pessimism for SLO admission
-  that over-predicts by design; here the error is reported as MAPE against what happened, which
-  a mean objective targets. This is the one deliberate departure from upstream's defaults.
+  scikit-learn needed). Objective (`objective`): `relative` (default), `reg:squarederror`
+  weighted 1 / y^2 like the linear model; or `quantile`, upstream's default
+  (`LATENCY_OBJECTIVE_TYPE=quantile`: `reg:quantileerror` at `LATENCY_QUANTILE_ALPHA`, 0.9,
+  unweighted; training_server.py `_train_model_with_scaling`), a deliberate pessimism for SLO
+  admission that over-predicts by design (`quantile_alpha` sets the quantile). kvtui reports
+  the error as MAPE against what happened, which the relative mean targets; upstream's other
+  objective, `mean`, is plain `reg:squarederror`. The default objective is the one deliberate
+  departure from upstream's defaults.
 
 Upstream also holds out 10 % of samples as a test set (hash split) to score each retrain;
 here every prediction is scored online against what happened (see `predicted_latency`).
@@ -72,8 +83,9 @@ from typing import Sequence
 import numpy as np
 
 # The raw features, in this order, for every sample and every candidate.
-FEATURES = ("kv", "input", "waiting", "running", "prefill_tif", "prefix")
-Row = tuple[float, float, float, float, float, float]
+FEATURES = ("kv", "input", "waiting", "running", "prefill_tif", "prefix", "iteration_left")
+Row = tuple[float, float, float, float, float, float, float]
+ITERATION_LEFT = FEATURES.index("iteration_left")
 
 MISSING_XGBOOST = (
     "router.predicted_latency.regressor is 'xgboost' but the xgboost package is not installed; "
@@ -103,7 +115,7 @@ def fraction_bucket(x: float, n: int) -> int:
 class StratifiedWindow:
     """Samples in (queue, KV, prefix) buckets, each keeping its newest `per_bucket`."""
 
-    def __init__(self, per_bucket: int = 500, kv_buckets: int = 10, prefix_buckets: int = 4) -> None:
+    def __init__(self, per_bucket: int = 500, kv_buckets: int = 20, prefix_buckets: int = 4) -> None:
         self.per_bucket = per_bucket
         self.kv_buckets = kv_buckets
         self.prefix_buckets = prefix_buckets
@@ -133,7 +145,7 @@ class StratifiedWindow:
         return np.asarray(rows, dtype=float).reshape(-1, len(FEATURES)), np.asarray(ys, dtype=float)
 
 
-def upstream_design(X: np.ndarray, target: str) -> np.ndarray:
+def upstream_design(X: np.ndarray, target: str, iteration: bool = False) -> np.ndarray:
     """The XGBoost model's columns, in upstream's order (training_server.py
     `_prepare_features_with_interaction` and the `ttft_order` / `tpot_order` lists it enforces).
 
@@ -143,6 +155,7 @@ def upstream_design(X: np.ndarray, target: str) -> np.ndarray:
     decode tokens in flight as 0 (llm-d-inference-scheduler@520af47, requestcontrol_hooks.go:
     `decodeTokensAtDispatch = 0`), tokens generated is 0 at dispatch, and every kvtui node is
     monolithic (pod type ""): constant columns, kept because column sampling draws from them too.
+    `iteration` appends the time left in the iteration in progress (kvtui's option, see above).
     """
     kv, inp, wait, run, tif, pre = (X[:, i] for i in range(6))
     queued = (wait > 0).astype(float)
@@ -152,12 +165,14 @@ def upstream_design(X: np.ndarray, target: str) -> np.ndarray:
         cols = [queued, kv, inp, wait, run, tif, zero, pre, (1.0 - pre) * inp, bucket, zero]
     else:
         cols = [queued, kv, inp, wait, run, tif, zero, zero, zero]
+    if iteration:
+        cols.append(X[:, ITERATION_LEFT])
     return np.column_stack(cols) if len(X) else np.zeros((0, len(cols)))
 
 
-def design(X: np.ndarray, target: str) -> np.ndarray:
+def design(X: np.ndarray, target: str, iteration: bool = False) -> np.ndarray:
     """The linear model's engineered columns (no intercept): upstream's numeric features plus
-    kvtui's two interactions; see the module docstring."""
+    kvtui's two interactions, and with `iteration` the time left in the running iteration."""
     kv, inp, wait, run, tif, pre = (X[:, i] for i in range(6))
     queued = (wait > 0).astype(float)
     if target == "ttft":
@@ -165,21 +180,24 @@ def design(X: np.ndarray, target: str) -> np.ndarray:
         cols = [queued, kv, inp, wait, run, tif, pre, eff, eff * run, wait * run]
     else:
         cols = [queued, kv, inp, wait, run, tif, wait * run]
+    if iteration:
+        cols.append(X[:, ITERATION_LEFT])
     return np.column_stack(cols) if len(X) else np.zeros((0, len(cols)))
 
 
 class LinearRegressor:
     """Ridge least squares on standardised engineered columns, weighted by 1 / y^2."""
 
-    def __init__(self, target: str, ridge: float = 1e-3) -> None:
+    def __init__(self, target: str, iteration: bool = False, ridge: float = 1e-3) -> None:
         self.target = target
+        self.iteration = iteration
         self.ridge = ridge
         self.mu: np.ndarray | None = None
         self.sd: np.ndarray | None = None
         self.beta: np.ndarray | None = None
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        D = design(X, self.target)
+        D = design(X, self.target, self.iteration)
         self.mu = D.mean(axis=0)
         sd = D.std(axis=0)
         self.sd = np.where(sd > 0, sd, 1.0)
@@ -196,7 +214,7 @@ class LinearRegressor:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         assert self.beta is not None and self.mu is not None and self.sd is not None
-        D = design(X, self.target)
+        D = design(X, self.target, self.iteration)
         Z = np.column_stack([np.ones(len(D)), (D - self.mu) / self.sd])
         return Z @ self.beta
 
@@ -214,7 +232,6 @@ XGB_PARAMS = {
     "tree_method": "hist",
     "seed": 42,  # random_state
     "nthread": 1,  # upstream n_jobs=-1; one thread keeps reruns bit-for-bit identical
-    "objective": "reg:squarederror",
     "verbosity": 0,
 }
 XGB_ROUNDS = 200  # n_estimators
@@ -228,38 +245,58 @@ def import_xgboost():
     return xgboost
 
 
+def objective_params(objective: str, alpha: float) -> dict:
+    """The objective's XGBoost parameters (see the module docstring)."""
+    if objective == "quantile":
+        return {"objective": "reg:quantileerror", "quantile_alpha": alpha}
+    return {"objective": "reg:squarederror"}
+
+
+def objective_weights(objective: str, y: np.ndarray) -> np.ndarray | None:
+    """`relative`: 1 / y^2, squared relative error, the scale MAPE reports; upstream's quantile
+    objective trains unweighted."""
+    if objective == "quantile":
+        return None
+    w = 1.0 / np.maximum(y, 1e-9) ** 2
+    return w / w.mean()
+
+
 class XGBRegressor:
     """Upstream's XGBoost model on upstream's columns (single-threaded, seeded)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, cfg: "PredictorConfig") -> None:
         self.target = target
+        self.cfg = cfg
         self.xgb = import_xgboost()
+        self.params = XGB_PARAMS | objective_params(cfg.objective, cfg.quantile_alpha)
         self.model = None
+
+    def design(self, X: np.ndarray) -> np.ndarray:
+        return upstream_design(X, self.target, self.cfg.iteration_feature)
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> None:
         # The native API (DMatrix + train), so the extra needs no scikit-learn.
-        # Weighted 1 / y^2 like the linear model: squared relative error, the scale MAPE reports.
-        w = 1.0 / np.maximum(y, 1e-9) ** 2
-        dtrain = self.xgb.DMatrix(upstream_design(X, self.target), label=y, weight=w / w.mean(), nthread=1)
-        self.model = self.xgb.train(XGB_PARAMS, dtrain, num_boost_round=XGB_ROUNDS)
+        w = objective_weights(self.cfg.objective, y)
+        dtrain = self.xgb.DMatrix(self.design(X), label=y, weight=w, nthread=1)
+        self.model = self.xgb.train(self.params, dtrain, num_boost_round=XGB_ROUNDS)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(self.model.predict(self.xgb.DMatrix(upstream_design(X, self.target), nthread=1)), dtype=float)
+        return np.asarray(self.model.predict(self.xgb.DMatrix(self.design(X), nthread=1)), dtype=float)
 
 
-def make_regressor(kind: str, target: str):
-    if kind == "linear":
-        return LinearRegressor(target)
-    if kind == "xgboost":
-        return XGBRegressor(target)
-    raise ValueError(f"unknown regressor {kind!r} (linear, xgboost)")
+def make_regressor(cfg: "PredictorConfig", target: str):
+    if cfg.regressor == "linear":
+        return LinearRegressor(target, cfg.iteration_feature)
+    if cfg.regressor == "xgboost":
+        return XGBRegressor(target, cfg)
+    raise ValueError(f"unknown regressor {cfg.regressor!r} (linear, xgboost)")
 
 
 class Gated:
     """Upstream's gated ensemble: one model, or noqueue / queued sub-models once both have data."""
 
-    def __init__(self, kind: str, target: str, split: int) -> None:
-        self.kind, self.target, self.split = kind, target, split
+    def __init__(self, cfg: "PredictorConfig", target: str) -> None:
+        self.cfg, self.target, self.split = cfg, target, cfg.ensemble_split
         self.models: dict[str, object] = {}
         self.floor = 0.0
 
@@ -269,11 +306,11 @@ class Gated:
         models: dict[str, object] = {}
         if self.split > 0 and n_q >= self.split and len(X) - n_q >= self.split:
             for name, mask in (("noqueue", ~queued), ("queued", queued)):
-                m = make_regressor(self.kind, self.target)
+                m = make_regressor(self.cfg, self.target)
                 m.fit(X[mask], y[mask])
                 models[name] = m
         else:
-            m = make_regressor(self.kind, self.target)
+            m = make_regressor(self.cfg, self.target)
             m.fit(X, y)
             models["all"] = m
         self.models = models
@@ -299,8 +336,11 @@ class Gated:
 @dataclass
 class PredictorConfig:
     regressor: str = "linear"
+    objective: str = "relative"  # xgboost only: relative | quantile
+    quantile_alpha: float = 0.9
+    iteration_feature: bool = False
     bucket_size: int = 500
-    kv_buckets: int = 10
+    kv_buckets: int = 20
     min_samples: int = 10
     retrain_interval_s: float = 1.0
     retrain_samples: int = 0
@@ -367,7 +407,7 @@ class LatencyPredictor:
         for window, attr, target in ((self.ttft_window, "ttft_model", "ttft"), (self.tpot_window, "tpot_model", "tpot")):
             if len(window) >= self.cfg.min_samples:
                 X, y = window.arrays()
-                model = Gated(self.cfg.regressor, target, self.cfg.ensemble_split)
+                model = Gated(self.cfg, target)
                 model.fit(X, y)
                 setattr(self, attr, model)
         self.last_train = now

@@ -202,6 +202,8 @@ class Router:
         none = Match(0, 0.0)
         prefill = self.policy.READS_PREFILL_TOKENS
         tiers = self.policy.READS_TIERS and self.approx is None
+        iteration = self.policy.READS_ITERATION_LEFT
+        now = self.env.now
         out = []
         # One snapshot per node per decision: this loop is the part of a request's cost that
         # grows with the cluster, hence the plain locals, positional fields, and no arithmetic
@@ -229,6 +231,7 @@ class Router:
                     node.pending_prefill_tokens() if prefill else -1,
                     -1 if other is None else other.get(name, none).consecutive,
                     (self.index.gpu_run(name, keys, prefix) if prefix and tiers else prefix),
+                    node.iteration_left(now) * 1000.0 if iteration else -1.0,
                 )
             )
         return out

@@ -227,12 +227,12 @@ def test_sheddable_request_is_not_shed_while_cold():
 def test_stratified_window_keeps_each_buckets_newest_samples():
     w = StratifiedWindow(per_bucket=3)
     for i in range(5):
-        w.add((0.15, 100.0, 0.0, 1.0, 0.0, 0.1), float(i + 1))  # same bucket
-    w.add((0.95, 100.0, 12.0, 1.0, 0.0, 0.9), 99.0)  # another regime survives
+        w.add((0.15, 100.0, 0.0, 1.0, 0.0, 0.1, 0.0), float(i + 1))  # same bucket
+    w.add((0.95, 100.0, 12.0, 1.0, 0.0, 0.9, 0.0), 99.0)  # another regime survives
     X, y = w.arrays()
     assert sorted(y) == [3.0, 4.0, 5.0, 99.0]
     assert [queue_bucket(q) for q in (0, 1, 2, 3, 5, 6, 10, 11)] == [0, 1, 1, 2, 2, 3, 3, 4]
-    assert w.key((0.999, 1, 0, 0, 0, 1.0)) == (0, 9, 3)
+    assert w.key((0.999, 1, 0, 0, 0, 1.0, 0)) == (0, 19, 3)  # llm-d's 20 KV buckets
 
 
 def test_linear_predictor_learns_a_linear_law_and_retrains_on_sim_time():
@@ -241,14 +241,14 @@ def test_linear_predictor_learns_a_linear_law_and_retrains_on_sim_time():
     law = lambda x: 5 + 0.02 * (1 - x[5]) * x[1] + 30 * x[2]  # noqa: E731
     t = 0.0
     for _ in range(300):
-        x = (rng.random(), rng.integers(100, 2000), rng.integers(0, 4), rng.integers(0, 8), rng.integers(0, 3000), rng.random())
+        x = (rng.random(), rng.integers(100, 2000), rng.integers(0, 4), rng.integers(0, 8), rng.integers(0, 3000), rng.random(), 0)
         x = tuple(float(v) for v in x)
         p.add_ttft(x, law(x))
         p.add_tpot(x, 10 + x[3])
         t += 0.05
         p.maybe_retrain(t)
     assert p.trained and 10 <= p.retrains <= 16  # every 1 s of sim time over 15 s
-    xs = [(0.5, 1000.0, 1.0, 4.0, 500.0, 0.5), (0.2, 300.0, 0.0, 2.0, 0.0, 0.9)]
+    xs = [(0.5, 1000.0, 1.0, 4.0, 500.0, 0.5, 0.0), (0.2, 300.0, 0.0, 2.0, 0.0, 0.9, 0.0)]
     ttft, tpot = p.predict(xs)
     assert ttft == pytest.approx([law(x) for x in xs], rel=0.02)
     assert tpot == pytest.approx([14.0, 12.0], rel=0.02)
@@ -363,3 +363,80 @@ def test_config_knobs_reach_the_policy():
     cfg = Router(predicted_latency=replace(PredictedLatencyConfig(), affinity_threshold=0.5, min_samples=50))
     pol = PredictedLatency.from_config(cfg)
     assert pol.cfg.affinity_threshold == 0.5 and pol.predictor.cfg.min_samples == 50
+
+
+# ---------------------------------------------------------------------------------- options
+def noisy_samples(n=600, seed=1):
+    """TTFT = 20 + 0.05 x input, times a lognormal noise: the mean and the p90 lie apart."""
+    rng = np.random.default_rng(seed)
+    rows, ys = [], []
+    for _ in range(n):
+        x = (rng.random(), float(rng.integers(100, 2000)), 0.0, 2.0, 0.0, 0.5, 0.0)
+        rows.append(x)
+        ys.append((20 + 0.05 * x[1]) * float(rng.lognormal(0.0, 0.3)))
+    return rows, np.asarray(ys)
+
+
+def fitted(cfg: PredictorConfig, rows, ys) -> LatencyPredictor:
+    p = LatencyPredictor(cfg)
+    for x, y in zip(rows, ys):
+        p.add_ttft(x, float(y))
+    p.retrain(0.0)
+    return p
+
+
+def test_quantile_objective_trains_llm_ds_p90_and_relative_the_middle():
+    """objective: quantile is llm-d's default (reg:quantileerror at 0.9): about 90 % of the
+    samples fall under its predictions; the relative mean leaves about half above."""
+    pytest.importorskip("xgboost")
+    rows, ys = noisy_samples()
+    below = {}
+    for objective in ("relative", "quantile"):
+        p = fitted(PredictorConfig(regressor="xgboost", objective=objective, ensemble_split=0), rows, ys)
+        below[objective] = float(np.mean(ys <= p.predict(rows)[0]))
+    assert 0.8 <= below["quantile"] <= 0.97, below
+    assert 0.25 <= below["relative"] <= 0.6, below
+
+
+def test_quantile_with_the_linear_regressor_is_an_input_error(tmp_path):
+    from kvtui.errors import InputError
+
+    path = tmp_path / "q.yaml"
+    path.write_text("router:\n  policy: predicted_latency\n  predicted_latency: {objective: quantile}\n")
+    with pytest.raises(InputError, match="set regressor: xgboost"):
+        load_scenario(path)
+
+
+def test_the_iteration_feature_is_learned_when_asked_for():
+    """With `iteration_feature` the models see column 6 (the running iteration's time left);
+    without it they cannot, and a TTFT that is that wait plus a constant stays unexplained."""
+    rng = np.random.default_rng(2)
+    rows = [(0.3, 500.0, 0.0, 2.0, 0.0, 0.5, float(rng.uniform(0.0, 8.0))) for _ in range(400)]
+    ys = np.asarray([5.0 + x[6] for x in rows])
+    errors = {}
+    for on in (False, True):
+        p = fitted(PredictorConfig(iteration_feature=on, ensemble_split=0), rows, ys)
+        errors[on] = float(np.mean(np.abs(p.predict(rows)[0] - ys) / ys))
+    assert errors[True] < 0.01 < 0.2 < errors[False], errors
+
+
+def test_the_router_reads_the_running_iteration_only_when_the_option_is_on():
+    seen = {}
+
+    def run(on: bool):
+        over = [f"router.predicted_latency.iteration_feature={str(on).lower()}", "workload.duration_s=20"]
+        sim = Simulation(load_scenario(SCENARIOS / "pressure.yaml", over), policy="predicted_latency")
+        original = sim.router.policy.features
+        left = seen.setdefault(on, [])
+        sim.router.policy.features = lambda req, s: left.append(s.iteration_left_ms) or original(req, s)
+        try:
+            sim.run()
+        finally:
+            sim.close()
+
+    run(False)
+    run(True)
+    assert set(seen[False]) == {-1.0}
+    busy = [v for v in seen[True] if v > 0]
+    assert min(seen[True]) >= 0 and len(busy) > len(seen[True]) / 10
+    assert max(busy) < 1000.0  # a share of one iteration, milliseconds, not a whole segment
