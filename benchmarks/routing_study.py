@@ -3,7 +3,10 @@ each routed by the blog's policies over several seeds, as markdown tables with 9
 
 Run:  python benchmarks/routing_study.py [--seeds N] [--workers K]   (default 3 seeds, 1 worker)
       python benchmarks/routing_study.py --only predicted_latency --set router.predicted_latency.kv_buckets=10
-      (one policy's rows, with extra overrides: how the predictor's options were measured)
+      (one policy's rows, with extra overrides)
+      python benchmarks/routing_study.py --options   (predicted_latency's prediction error per
+      predictor option: llm-d's defaults, the blog's 10 KV buckets, llm-d's p90 quantile
+      objective, kvtui's iteration feature; 4 x 5 scenarios x N seeds)
 
 Every cell is one `kvtui sweep` over N seeds (seeds S..S+N-1, S the scenario's own), so each
 figure is a mean with its 95 % Student-t half-width (kvtui.sweep.stats). The policies are the
@@ -35,11 +38,12 @@ SCENARIOS = (
     ("D", "workload-d-small.yaml"),
     ("MaaS", "maas.yaml"),
 )
+XGB = "router.predicted_latency.regressor=xgboost"
 POLICIES = (
     ("round_robin", "round_robin", ()),
     ("load_prefix (1,1,1)", "load_prefix", ("router.weights.preset=seed-111",)),
     ("load_prefix (3,2,2)", "load_prefix", ("router.weights.preset=seed-322",)),
-    ("predicted_latency", "predicted_latency", ("router.predicted_latency.regressor=xgboost",)),
+    ("predicted_latency", "predicted_latency", (XGB,)),
 )
 COLUMNS = (
     ("E2E p50", "latency_ms.e2e.p50", "{:.0f}"),
@@ -49,6 +53,13 @@ COLUMNS = (
     ("TTFT MAPE %", "routing.prediction.ttft_mape", "{:.1f}"),
     ("TPOT MAPE %", "routing.prediction.tpot_mape", "{:.1f}"),
 )
+OPTIONS = (
+    ("llm-d's defaults (20 KV buckets, relative mean)", ()),
+    ("kv_buckets: 10 (the blog's tens of percent)", ("router.predicted_latency.kv_buckets=10",)),
+    ("objective: quantile (llm-d's p90)", ("router.predicted_latency.objective=quantile",)),
+    ("iteration_feature: true (kvtui's, beyond llm-d)", ("router.predicted_latency.iteration_feature=true",)),
+)
+MAPES = (("TTFT", "routing.prediction.ttft_mape"), ("TPOT", "routing.prediction.tpot_mape"))
 
 
 def sweep(scenario: str, policy: str, sets: tuple[str, ...], seeds: int, workers: int, out: Path) -> list[dict]:
@@ -96,14 +107,33 @@ def table(name: str, scenario: str, args: argparse.Namespace, tmp: Path) -> list
     return out + [""]
 
 
+def options_table(args: argparse.Namespace, tmp: Path) -> list[str]:
+    """TTFT / TPOT MAPE (%) of predicted_latency (XGBoost) per predictor option and scenario."""
+    head = " | ".join(f"{name} {metric}" for name, _ in SCENARIOS for metric, _ in MAPES)
+    out = [f"predicted_latency (XGBoost): TTFT and TPOT MAPE %, {args.seeds} seeds", "",
+           f"| option | {head} |", "|---" * (len(SCENARIOS) * len(MAPES) + 1) + "|"]
+    for label, sets in OPTIONS:
+        cells = []
+        for name, scenario in SCENARIOS:
+            path = tmp / f"{scenario}-{len(out)}.jsonl"
+            docs = sweep(scenario, "predicted_latency", (XGB, *sets), args.seeds, args.workers, path)
+            cells += [cell(docs, key, "{:.1f}") for _, key in MAPES]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--only", metavar="POLICY", help="run this policy's rows only (e.g. predicted_latency)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an extra override for every run")
+    ap.add_argument("--options", action="store_true", help="the predictor options' MAPE table instead")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
+        if args.options:
+            print("\n".join(options_table(args, Path(tmp))), flush=True)
+            return
         for name, scenario in SCENARIOS:
             print("\n".join(table(name, scenario, args, Path(tmp))), flush=True)
 
