@@ -54,7 +54,7 @@ COLUMNS = (
     ("TPOT MAPE %", "routing.prediction.tpot_mape", "{:.1f}"),
 )
 OPTIONS = (
-    ("llm-d's defaults (20 KV buckets, relative mean)", ()),
+    ("kvtui's defaults (llm-d's 20 KV buckets, relative mean)", ()),
     ("kv_buckets: 10 (the blog's tens of percent)", ("router.predicted_latency.kv_buckets=10",)),
     ("objective: quantile (llm-d's p90)", ("router.predicted_latency.objective=quantile",)),
     ("iteration_feature: true (kvtui's, beyond llm-d)", ("router.predicted_latency.iteration_feature=true",)),
