@@ -34,6 +34,7 @@ from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
 from kvtui.sim.deployment import build_latency, node_links, node_offload
 from kvtui.sim.handoff import Handoffs
+from kvtui.sim.pools import PoolMetrics
 from kvtui.sim.request import Request
 from kvtui.sim.router.router import Router
 
@@ -85,6 +86,12 @@ class Simulation:
                 self.bus, self.node_by_name, links, block_bytes,
                 scenario.router.disaggregation.when_decode_full == "reject", self._finished, self.router.submit,
             )
+        self.pools: PoolMetrics | None = None
+        if self.handoffs is not None or any(n.spec.role != "both" for n in self.nodes):
+            # under a colocated policy every node serves both phases, whatever its role says
+            roles = {n.name: n.spec.role if self.handoffs is not None else "both" for n in self.nodes}
+            self.pools = PoolMetrics(roles)
+            self.bus.listen(self.pools.on_event, PoolMetrics.EVENT_TYPES)
         self.ended = False
         self._end_emitted = False
 

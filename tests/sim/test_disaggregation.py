@@ -175,3 +175,21 @@ def test_roles_are_checked_with_file_and_line(tmp_path):
     with pytest.raises(InputError) as e:
         scenario(tmp_path, overrides=["cluster.hardware=l4"])
     assert "has no rdma_gb_s" in str(e.value)
+
+
+def test_the_result_document_reports_pools_and_transfers(tmp_path):
+    from kvtui.report import pool_table
+    from kvtui.run.result import result_document
+
+    sim, events = run(scenario(tmp_path))
+    section = result_document(sim, 0.0)["disaggregation"]
+    assert set(section["pools"]) == {"prefill", "decode"}
+    assert 0 < section["pools"]["prefill"]["utilisation"] < 1
+    assert section["pools"]["prefill"]["prefill_tokens"] > 0 and section["pools"]["prefill"]["decode_tokens"] == 0
+    started = of(events, KVTransferStarted)
+    assert section["transfers"]["count"] == len(started) == section["requests"]["remote"]
+    assert section["transfers"]["bytes"] == sum(e.bytes for e in started) == sum(x["bytes"] for x in section["links"])
+    colocated = Simulation(scenario(tmp_path), policy="load_prefix").run()
+    both = result_document(colocated, 0.0)["disaggregation"]
+    assert set(both["pools"]) == {"both"} and both["transfers"]["count"] == 0  # roles ignored by a colocated policy
+    assert pool_table([result_document(colocated, 0.0) | {"disaggregation": None}]) is None

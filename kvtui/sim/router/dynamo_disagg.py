@@ -1,6 +1,7 @@
 """dynamo_disagg: NVIDIA Dynamo's disaggregated serving — KV-aware prefill pick, decode by load.
 
-After ai-dynamo/dynamo's disaggregation design (docs/design_docs/disagg_serving.md, 2025-26: the
+After ai-dynamo/dynamo's disaggregation design (docs/design_docs/disagg_serving.md, read at commit
+bed29a16 of a mirror, wxsms/dynamo: the
 `PrefillRouter` selects a prefill worker "using KV-aware routing (based on cache overlap scores
 and load)", then routes the decode request) and the KV router kvtui's `dynamo` policy models
 (kvtui/sim/router/dynamo.py). Here:
@@ -11,7 +12,7 @@ and load)", then routes the decode request) and the KV router kvtui's `dynamo` p
 - the decode pick is the same router with no prefill term (`prefill_load_scale` 0): the fewest
   decode blocks (active blocks + this prompt's blocks not already active there), i.e. by load;
 - conditional disaggregation is Dynamo's `DisaggregatedRouter::prefill_remote`
-  (lib/llm/src/disagg_router.rs): remote when `prefill_length - prefix_hit_length >
+  (lib/llm/src/disagg_router.rs, ai-dynamo/dynamo commit 3454aa8b): remote when `prefill_length - prefix_hit_length >
   max_local_prefill_length`, the hit being the decode worker's; otherwise the decode worker
   prefills locally. `router.disaggregation.local_prefill_tokens` is `max_local_prefill_length`.
 
