@@ -39,7 +39,7 @@ class _Handoff:
     req: Request
     src: "Node"
     dst: "Node"
-    held: list[int]  # the request's blocks on the prefill node
+    held: list[int] | None  # the request's blocks on the prefill node (None once freed)
     src_life: int
     dst_life: int
     since: float  # end of the prefill
@@ -78,6 +78,7 @@ class Handoffs:
         dst = self.nodes[req.decode_node]
         h = _Handoff(req, src, dst, req.blocks, src.lives, dst.lives, self.env.now)
         req.blocks = []
+        src.outbound += 1
         self.in_flight += 1
         queue = self.waiting.get(dst.name)
         if queue or not self._start(h):
@@ -95,7 +96,7 @@ class Handoffs:
             return
         self.waiting.setdefault(dst.name, deque()).append(h)
         self.bus.emit(KVTransferWaiting, request=h.req.id, prefill_node=h.src.name, decode_node=dst.name,
-                      blocks=len(h.held), reason=reason)
+                      blocks=len(h.held or ()), reason=reason)
 
     def _on_batch(self, ev: BatchStepped) -> None:
         """The node ran an iteration (requests may have finished): start whom it has room for."""
@@ -147,6 +148,7 @@ class Handoffs:
         return True
 
     def _drop_source(self, h: _Handoff) -> None:
-        if h.src.lives == h.src_life:
+        if h.held is not None and h.src.lives == h.src_life:
             h.src.drop_blocks(h.held)
-        h.held = []
+            h.src.outbound -= 1
+        h.held = None

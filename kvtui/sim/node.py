@@ -107,6 +107,7 @@ class Node:
         # prefilled for another, requests on their way here, and a count of lives (a failure
         # ends one, and with it every block id handed out before)
         self.handoff: Callable[["Node", Request], None] | None = None
+        self.outbound = 0  # prefilled here, KV not yet read by the decode node
         self.inbound = 0
         self.lives = 0
         self.process = self.env.process(self._loop())
@@ -224,7 +225,7 @@ class Node:
             r.node = None
         self.up = False
         self.lives += 1
-        self.inbound = 0
+        self.outbound = self.inbound = 0
         self.kv.reset()
         self.bus.emit(NodeCacheCleared, node=self.name, keys=lost)
         if self._busy:
