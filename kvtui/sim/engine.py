@@ -88,9 +88,10 @@ class Simulation:
             )
         self.pools: PoolMetrics | None = None
         if self.handoffs is not None or any(n.spec.role != "both" for n in self.nodes):
-            # under a colocated policy every node serves both phases, whatever its role says
-            roles = {n.name: n.spec.role if self.handoffs is not None else "both" for n in self.nodes}
-            self.pools = PoolMetrics(roles)
+            if self.handoffs is None:  # a colocated policy: every node serves both phases, whatever its role says
+                for n in self.nodes:
+                    n.role = "both"
+            self.pools = PoolMetrics({n.name: n.role for n in self.nodes})
             self.bus.listen(self.pools.on_event, PoolMetrics.EVENT_TYPES)
         self.ended = False
         self._end_emitted = False

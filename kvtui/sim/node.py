@@ -107,6 +107,7 @@ class Node:
         # prefilled for another, requests on their way here, and a count of lives (a failure
         # ends one, and with it every block id handed out before)
         self.handoff: Callable[["Node", Request], None] | None = None
+        self.role = spec.role  # "both" under a colocated policy, whatever the spec says (the engine sets it)
         self.outbound = 0  # prefilled here, KV not yet read by the decode node
         self.inbound = 0
         self.lives = 0

@@ -75,7 +75,7 @@ def node_view(node, hits: tuple[int, int, int] | None = None) -> NodeView:
         evicted_total=node.pool.evicted_total,
         version=node_version(node, hits),
         cpu=(len(node.kv.cpu), node.kv.cpu.capacity) if node.kv.cpu is not None else None,
-        role=node.spec.role,
+        role=node.role,
         moving=(node.outbound, node.inbound),
     )
 
