@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
-from kvtui.events import BatchStepped, KVTransferDone, KVTransferStarted, KVTransferWaiting, RequestRejected
+from kvtui.events import BatchStepped, Event, KVTransferDone, KVTransferStarted, KVTransferWaiting, RequestRejected
 from kvtui.sim.request import Request
 from kvtui.sim.transfer import Link
 
@@ -75,6 +76,7 @@ class Handoffs:
 
     def prefilled(self, src: "Node", req: Request) -> None:
         """`src` finished the prompt of a request that decodes elsewhere."""
+        assert req.decode_node is not None  # the node hands over only requests that decode elsewhere
         dst = self.nodes[req.decode_node]
         h = _Handoff(req, src, dst, req.blocks, src.lives, dst.lives, self.env.now)
         req.blocks = []
@@ -98,11 +100,13 @@ class Handoffs:
         self.bus.emit(KVTransferWaiting, request=h.req.id, prefill_node=h.src.name, decode_node=dst.name,
                       blocks=len(h.held or ()), reason=reason)
 
-    def _on_batch(self, ev: BatchStepped) -> None:
+    def _on_batch(self, ev: Event) -> None:
         """The node ran an iteration (requests may have finished): start whom it has room for."""
-        queue = self.waiting.get(ev.node)
-        while queue and self._start(queue[0]):
-            queue.popleft()
+        match ev:
+            case BatchStepped(node=node):
+                queue = self.waiting.get(node)
+                while queue and self._start(queue[0]):
+                    queue.popleft()
 
     def _start(self, h: _Handoff) -> bool:
         """Reserve on the decode node and put the blocks on the link; False if no room yet."""
@@ -122,10 +126,10 @@ class Handoffs:
                       blocks=h.blocks, hit_blocks=ready, bytes=h.nbytes, link=link.spec.kind,
                       queued_s=queued, seconds=seconds)
         timer = self.env.timeout(max(queued + seconds, load_s))
-        timer.callbacks.append(lambda _t, h=h, ready=ready: self._arrived(h, ready))
+        timer.callbacks.append(partial(self._arrived, h, ready))
         return True
 
-    def _arrived(self, h: _Handoff, ready: int) -> None:
+    def _arrived(self, h: _Handoff, ready: int, _timer: object = None) -> None:
         if self._lost(h):
             return
         self._drop_source(h)

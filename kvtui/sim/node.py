@@ -492,6 +492,7 @@ class Node:
             self._finish(req, "completed")
         for req in handed:
             self.running.remove(req)
+            assert self.handoff is not None  # set on every node of a disaggregated run
             self.handoff(self, req)
         self.bus.emit(
             BatchStepped,

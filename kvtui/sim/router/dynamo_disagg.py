@@ -53,9 +53,10 @@ class DynamoDisagg(PairPolicy):
                 f"<= max_local_prefill_length {self.threshold}")
 
     def routed_pair(self, req: Request, pair: PairDecision, states: Sequence[NodeState]) -> None:
+        prefill, decode = pair.nodes()
         if pair.remote:
-            self.prefill.routed(req, pair.prefill.node, states)
-        self.decode.routed(req, pair.decode.node, states)
+            self.prefill.routed(req, prefill, states)
+        self.decode.routed(req, decode, states)
 
     def on_event(self, ev: Event) -> None:
         match ev:

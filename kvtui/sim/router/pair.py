@@ -24,6 +24,12 @@ class PairDecision:
     prefill: Decision  # where the prompt is prefilled (the decode node itself when local)
     decode: Decision
 
+    def nodes(self) -> tuple[str, str]:
+        """(prefill node, decode node) of a pair the router accepted (both picks made)."""
+        prefill, decode = self.prefill.node, self.decode.node
+        assert prefill is not None and decode is not None, "a refused pair has no nodes"
+        return prefill, decode
+
     @property
     def remote(self) -> bool:
         """Whether the KV moves: the prefill happens on another node than the decode."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from kvtui.events import DecodeRouted, RouteDecided
 from kvtui.sim.request import Request
-from kvtui.sim.router.pair import PairDecision
+from kvtui.sim.router.pair import PairDecision, PairPolicy
 
 if TYPE_CHECKING:
     from kvtui.sim.router.router import Router
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 class PairRoute:
     def __init__(self, router: "Router") -> None:
+        assert isinstance(router.policy, PairPolicy)
         self.router = router
+        self.policy = router.policy
         self.prefill_names = {n.name for n in router.nodes if n.spec.role != "decode"}
         self.decode_names = {n.name for n in router.nodes if n.spec.role != "prefill"}
         self.stats = {"remote": 0, "local": 0}
@@ -29,7 +31,7 @@ class PairRoute:
         r.ctx.now = r.env.now
         prefill_pool = [s for s in states if s.name in self.prefill_names]
         decode_pool = [s for s in states if s.name in self.decode_names]
-        pair = r.policy.decide_pair(req, r.ctx, prefill_pool, decode_pool)
+        pair = self.policy.decide_pair(req, r.ctx, prefill_pool, decode_pool)
         stale = r._check_staleness(pair.prefill, states, keys) if pair.decode.node is not None else ""
         self._record(req, pair, len(keys), stale)
         problem = self._problem(pair, states)
@@ -66,13 +68,13 @@ class PairRoute:
 
     def _hand_over(self, req: Request, pair: PairDecision, states, keys) -> None:
         r = self.router
-        prefill = pair.prefill.node
+        prefill, decode = pair.nodes()
         r.sessions[req.session] = prefill
         if r.session_sink is not None:
             r.session_sink(req.session, prefill)
         if r.approx is not None:
             r.approx.routed(prefill, keys[: r.approx_blocks])
         self.stats["remote" if pair.remote else "local"] += 1
-        r.policy.routed_pair(req, pair, states)
-        req.decode_node = pair.decode.node if pair.remote else None
+        self.policy.routed_pair(req, pair, states)
+        req.decode_node = decode if pair.remote else None
         r.node_by_name[prefill].enqueue(req)
