@@ -110,6 +110,8 @@ def run_table(doc: dict) -> Group:
             f"prompt tokens; GPU hits {_pct(offload['gpu_token_hit_rate'])}) in {offload['load_s'] * 1000:,.1f} ms of "
             f"transfers · {offload['stored_blocks']:,} evicted blocks kept, {offload['evicted_blocks']:,} dropped"
         )
+    if doc.get("disaggregation"):
+        parts.append(_disaggregation_line(doc))
     reasons = r.get("rejected_reasons") or {}
     if reasons:
         parts.append("rejections by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
@@ -178,6 +180,16 @@ def _runs_table(docs: list[dict], columns, label: str, title: str) -> Table:
     for d in docs:
         t.add_row(d.get("label", d["policy"]), *(cell(d) for _, cell in columns))
     return t
+
+
+def _disaggregation_line(doc: dict) -> str:
+    """The run report's prefill/decode line: pools busy, KV moved, the handoff's tail."""
+    d = doc["disaggregation"]
+    pools = ", ".join(f"{role} busy {100 * p['utilisation']:.0f}%" for role, p in d["pools"].items())
+    t = d["transfers"]
+    moved = (f" · {t['count']:,} KV moves, {t['bytes'] / 1e9:,.2f} GB, wire p50 {t['wire_ms']['p50']:.1f} ms, "
+             f"handoff p95 {t['handoff_ms']['p95']:.1f} ms" if t["count"] else "")
+    return f"prefill/decode: {pools}{moved} · prefilled remotely {d['requests']['remote']}, locally {d['requests']['local']}"
 
 
 def _pool_util(d: dict, role: str) -> str:

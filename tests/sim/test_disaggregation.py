@@ -226,3 +226,13 @@ def test_the_views_show_roles_and_kv_in_flight_on_both_nodes(tmp_path):
     sim.run()
     assert seen and all(s == ("prefill", "decode", True, True) for s in seen)
     assert all(n.outbound == n.inbound == 0 for n in sim.nodes)  # every move landed
+
+
+def test_kvtui_run_prints_the_pools_line():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "kvtui", "run", "scenarios/disaggregation.yaml"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "prefill/decode: prefill busy" in out and "KV moves" in out and "prefilled remotely" in out
