@@ -16,7 +16,9 @@ The path, as vLLM's NixlConnector runs it under llm-d's or Dynamo's P/D routing:
    wait and the transfer.
 
 A failure of either node during the handoff loses the KV in flight: the request starts over
-and is routed again, as a request on a failed node is.
+and is routed again, as a request on a failed node is. The loss is found when the handoff next
+acts (its transfer would land, or its decode node has room), so such a request is not among the
+`rerouted` of the `NodeDown` event; its new `RouteDecided` follows then.
 """
 
 from __future__ import annotations

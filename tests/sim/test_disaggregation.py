@@ -13,6 +13,7 @@ from kvtui.events import (
     KVTransferDone,
     KVTransferStarted,
     KVTransferWaiting,
+    NodeDown,
     RequestCompleted,
     RequestRejected,
     RouteDecided,
@@ -236,3 +237,24 @@ def test_kvtui_run_prints_the_pools_line():
     assert p.returncode == 0, p.stderr
     out = " ".join(p.stdout.split())
     assert "prefill/decode: prefill busy" in out and "KV moves" in out and "prefilled remotely" in out
+
+
+@pytest.mark.parametrize("node", ["prefill-a", "decode-a"])
+def test_a_node_failure_during_handoffs_loses_their_kv_and_the_requests_start_over(tmp_path, node):
+    """Fail a node of each pool while transfers are under way (and bring it back): every request
+    ends (completed, rejected or failed), no block is leaked on either side, and the pools hold."""
+    slow = "{memory_gb: 80, bf16_tflops: 989, hbm_tb_s: 3.35, interconnect_gb_s: 0.2, rdma_gb_s: 0.2}"  # ~0.3 s a move
+    sc = scenario(tmp_path, overrides=[f"events=[{{at: 2.0, action: node_down, node: {node}}}, {{at: 4.0, action: node_up, node: {node}}}]",
+                                       "workload.arrival.rate=8", f"hardware={{slow: {slow}}}", "cluster.hardware=slow"])
+    sim = Simulation(sc)
+    moving = []
+    sim.subscribe(lambda ev: moving.append(sim.handoffs.in_flight), (NodeDown,))
+    sim.run()
+    m = sim.metrics
+    assert moving[0] > 0, "the failure caught transfers under way"
+    assert sim.in_flight() == 0
+    assert m.completed + m.rejected + m.failed == m.arrived
+    for n in sim.nodes:
+        n.pool.check()
+        assert n.pool.used_count == 0 and n.outbound == n.inbound == 0, n.name
+    assert sim.handoffs.in_flight == 0 and not any(sim.handoffs.waiting.values())
