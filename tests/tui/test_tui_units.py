@@ -314,3 +314,12 @@ def test_a_node_label_names_its_pool_and_the_kv_in_flight():
     assert pool_words(view("prefill", (2, 0))) == (" prefill ⇢2", " P ⇢2")
     assert pool_words(view("decode", (0, 1))) == (" decode ⇠1", " D ⇠1")
     assert sorted(["decode", "both", "prefill"], key=POOL_ORDER.get) == ["prefill", "both", "decode"]
+
+
+def test_a_jump_to_a_kv_transfer_under_a_colocated_policy_says_why_at_once():
+    from types import SimpleNamespace
+
+    from kvtui.tui.reachable import why_unreachable
+
+    assert "no KV moves" in why_unreachable(SimpleNamespace(policy="load_prefix"), "transfer")
+    assert why_unreachable(SimpleNamespace(policy="llm_d_pd"), "transfer") is None
