@@ -243,6 +243,75 @@ class ControlPlaneRecovered(Event):
 
 
 @dataclass(slots=True, unsafe_hash=True)
+class DecodeRouted(Event):
+    """A prefill/decode router's second pick, emitted right after the `RouteDecided` of the same
+    request (whose `node` is where the prompt is prefilled, its candidates the prefill pool).
+
+    `node` is the decode node (None: refused); `prefill_node` the first pick, equal to `node` when
+    the request prefills where it decodes (conditional disaggregation, or a `both` node picked
+    twice); `remote` says whether its KV will move. `candidates` are the decode pool's.
+    """
+
+    request: str
+    node: str | None
+    prefill_node: str | None
+    remote: bool
+    policy: str
+    reason: str
+    candidates: tuple[Candidate, ...]
+    margin: float = 0.0
+    tie: str = ""
+    kind: ClassVar[str] = "decode_routed"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class KVTransferWaiting(Event):
+    """A prefilled request's decode node has no room for it now: it waits, its `blocks` still
+    held on the prefill node (vLLM's NixlConnector keeps them until the decode side reads them)."""
+
+    request: str
+    prefill_node: str
+    decode_node: str
+    blocks: int
+    reason: str
+    kind: ClassVar[str] = "transfer_wait"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class KVTransferStarted(Event):
+    """The decode node allocated the request's blocks (`hit_blocks` of them it already held) and
+    `blocks` more are written over the link from the prefill node: `bytes` in all, after
+    `queued_s` behind earlier transfers on that link, taking `seconds` once started.
+    Blocks are pinned on both sides until `KVTransferDone`."""
+
+    request: str
+    prefill_node: str
+    decode_node: str
+    blocks: int
+    hit_blocks: int
+    bytes: int
+    link: str
+    queued_s: float
+    seconds: float
+    kind: ClassVar[str] = "transfer"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class KVTransferDone(Event):
+    """The KV arrived: the prefill node frees its copy (it stays cached there), the decode node
+    registers the blocks (a `BlocksStored`) and runs the request. `waited_s` counts from the end
+    of the prefill: room, link queue and the copy itself."""
+
+    request: str
+    prefill_node: str
+    decode_node: str
+    blocks: int
+    bytes: int
+    waited_s: float
+    kind: ClassVar[str] = "transferred"
+
+
+@dataclass(slots=True, unsafe_hash=True)
 class SimulationEnded(Event):
     reason: str
     kind: ClassVar[str] = "ended"
@@ -265,5 +334,9 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     PrefixPinned,
     ControlPlaneCrashed,
     ControlPlaneRecovered,
+    DecodeRouted,
+    KVTransferWaiting,
+    KVTransferStarted,
+    KVTransferDone,
     SimulationEnded,
 )

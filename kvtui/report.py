@@ -110,6 +110,8 @@ def run_table(doc: dict) -> Group:
             f"prompt tokens; GPU hits {_pct(offload['gpu_token_hit_rate'])}) in {offload['load_s'] * 1000:,.1f} ms of "
             f"transfers · {offload['stored_blocks']:,} evicted blocks kept, {offload['evicted_blocks']:,} dropped"
         )
+    if doc.get("disaggregation"):
+        parts.append(_disaggregation_line(doc))
     reasons = r.get("rejected_reasons") or {}
     if reasons:
         parts.append("rejections by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
@@ -166,18 +168,62 @@ def compare_table(docs: list[dict], label: str = "policy", title: str | None = N
     any cached block; req/node = the most and the mean requests served per node; SLO met% and
     good req/s are over requests with an SLO ("—" when the workload sets none)."""
     first = docs[0]
-    t = Table(
-        title=title or f"{first['scenario']} · seed {first['seed']} · latencies in ms",
-        header_style="bold",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-    )
+    return _runs_table(docs, COMPARE_COLUMNS, label, title or f"{first['scenario']} · seed {first['seed']} · latencies in ms")
+
+
+def _runs_table(docs: list[dict], columns, label: str, title: str) -> Table:
+    """One row per run, a column per (header, cell) of `columns`."""
+    t = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1))
     t.add_column(label, no_wrap=True)
-    for header, _ in COMPARE_COLUMNS:
+    for header, _ in columns:
         t.add_column(header, justify="right", no_wrap=True)
     for d in docs:
-        t.add_row(d.get("label", d["policy"]), *(cell(d) for _, cell in COMPARE_COLUMNS))
+        t.add_row(d.get("label", d["policy"]), *(cell(d) for _, cell in columns))
     return t
+
+
+def _disaggregation_line(doc: dict) -> str:
+    """The run report's prefill/decode line: pools busy, KV moved, the handoff's tail."""
+    d = doc["disaggregation"]
+    pools = ", ".join(f"{role} busy {100 * p['utilisation']:.0f}%" for role, p in d["pools"].items())
+    t = d["transfers"]
+    moved = (f" · {t['count']:,} KV moves, {t['bytes'] / 1e9:,.2f} GB, wire p50 {t['wire_ms']['p50']:.1f} ms, "
+             f"handoff p95 {t['handoff_ms']['p95']:.1f} ms" if t["count"] else "")
+    return f"prefill/decode: {pools}{moved} · prefilled remotely {d['requests']['remote']}, locally {d['requests']['local']}"
+
+
+def _pool_util(d: dict, role: str) -> str:
+    pool = d["disaggregation"]["pools"].get(role)
+    return f"{100 * pool['utilisation']:.0f}" if pool else "—"
+
+
+def _transfer_ms(d: dict, key: str, q: str) -> str:
+    t = d["disaggregation"]["transfers"]
+    return f"{t[key][q]:.1f}" if t["count"] else "—"
+
+
+POOL_COLUMNS: tuple[tuple[str, object], ...] = (
+    ("prefill\nbusy%", lambda d: _pool_util(d, "prefill")),
+    ("decode\nbusy%", lambda d: _pool_util(d, "decode")),
+    ("both\nbusy%", lambda d: _pool_util(d, "both")),
+    ("remote/\nlocal", lambda d: "{remote}/{local}".format(**d["disaggregation"]["requests"])),
+    ("KV\nmoves", lambda d: str(d["disaggregation"]["transfers"]["count"])),
+    ("KV\nGB", lambda d: f"{d['disaggregation']['transfers']['bytes'] / 1e9:.2f}"),
+    ("wire\np50", lambda d: _transfer_ms(d, "wire_ms", "p50")),
+    ("queued\np95", lambda d: _transfer_ms(d, "queued_ms", "p95")),
+    ("handoff\np95", lambda d: _transfer_ms(d, "handoff_ms", "p95")),
+    ("good\nreq/s", _goodput_cell),
+)
+
+
+def pool_table(docs: list[dict], label: str = "policy") -> Table | None:
+    """Per-pool figures of runs with prefill/decode roles or a P/D policy (None when no run has
+    any): busy% = a pool's node-seconds running iterations over its node-seconds; remote/local
+    = requests prefilled on another node / on their decode node; KV moves and GB, and in ms the
+    time on the wire, the queue behind other transfers on the link, and the whole handoff from
+    the end of the prefill to the decode node running it (room, queue, wire)."""
+    runs = [d for d in docs if d.get("disaggregation")]
+    return _runs_table(runs, POOL_COLUMNS, label, "prefill/decode pools · times in ms") if runs else None
 
 
 def ladder_tables(docs: list[dict], unit: str = "sessions") -> Group:

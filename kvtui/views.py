@@ -47,6 +47,8 @@ class NodeView:
     evicted_total: int
     version: tuple  # changes whenever anything above may have changed
     cpu: tuple[int, int] | None = None  # the CPU offload tier's (blocks held, capacity), if any
+    role: str = "both"  # prefill / decode / both (docs/disaggregation.md)
+    moving: tuple[int, int] = (0, 0)  # requests whose KV is leaving / arriving (blocks pinned for a transfer)
 
     @property
     def gpu(self) -> TierView:

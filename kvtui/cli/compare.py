@@ -9,6 +9,15 @@ from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, 
 from kvtui.files import check_output
 
 
+def _print_pools(runs: list[dict], label: str = "policy") -> None:
+    """The prefill/decode pools' figures, when a run has them (kvtui/report.py `pool_table`)."""
+    from kvtui.report import pool_table, print_table
+
+    table = pool_table(runs, label)
+    if table is not None:
+        print_table(table)
+
+
 def _parse_sweep(text: str) -> tuple[str, list[str]]:
     key, sep, values = text.partition("=")
     if not sep or not key or not values:
@@ -126,12 +135,14 @@ def main(argv: list[str]) -> int:
                 doc["sweep"] = {"key": key, "value": value}
                 runs.append(doc)
         print_table(compare_table(runs, label=key.rsplit(".", 1)[-1]))
+        _print_pools(runs, key.rsplit(".", 1)[-1])
     else:
         scenario = load(args)
         for name in policies:
             sim, doc = run_once(scenario, args.seed, name)
             runs.append(doc)
         print_table(compare_table(runs))
+        _print_pools(runs)
     print_workload_notes(sim)  # the same workload in every run: its notes once
     if args.json:
         write_json(args.json, {"runs": runs})

@@ -143,6 +143,8 @@ class Hardware:
     interconnect: str = "none"
     link_bytes_per_s: float = 0.0  # per direction, per GPU
     link_latency_s: float = 0.0  # per ring step
+    rdma_bytes_per_s: float = 0.0  # per GPU, per direction: KV moved to another host (disaggregation)
+    rdma_latency_s: float = 0.0  # fixed cost of one such transfer
     allreduce_launch_s: float = 0.0  # fixed cost of one collective call, whatever its size
     eager_layer_floor_s: float = 0.0  # least time per layer of an eager TP>1 iteration
     usable_memory_bytes: float = 0.0  # what the driver reports as total (0: memory_bytes)
@@ -219,6 +221,8 @@ def hardware_from_figures(name: str, f: Mapping[str, Any]) -> Hardware:
         interconnect=str(f.get("interconnect") or "none"),
         link_bytes_per_s=float(f.get("interconnect_gb_s") or 0.0) * GB,
         link_latency_s=float(f.get("interconnect_latency_us") or 0.0) * 1e-6,
+        rdma_bytes_per_s=float(f.get("rdma_gb_s") or 0.0) * GB,
+        rdma_latency_s=float(f.get("rdma_latency_us") or 0.0) * 1e-6,
         allreduce_launch_s=float(f.get("allreduce_launch_us") or 0.0) * 1e-6,
         eager_layer_floor_s=float(f.get("eager_layer_floor_us") or 0.0) * 1e-6,
         usable_memory_bytes=float(f.get("usable_memory_gib") or 0.0) * GiB,

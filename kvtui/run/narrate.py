@@ -27,8 +27,12 @@ from kvtui.events import (
     Candidate,
     ControlPlaneCrashed,
     ControlPlaneRecovered,
+    DecodeRouted,
     Event,
     FirstToken,
+    KVTransferDone,
+    KVTransferStarted,
+    KVTransferWaiting,
     NodeCacheCleared,
     NodeDown,
     NodeUp,
@@ -41,6 +45,7 @@ from kvtui.events import (
     RouteDecided,
     SimulationEnded,
 )
+from kvtui.run import narrate_pd
 from kvtui.run.facts import Facts, NoFacts
 
 __all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "life_lines", "request_of", "summary"]
@@ -148,6 +153,8 @@ def summary(ev: Event) -> str:
             return f"RECOVERED control plane: {ev.records} records replayed, {same}"
         case SimulationEnded():
             return f"END {ev.reason}"
+        case DecodeRouted() | KVTransferWaiting() | KVTransferStarted() | KVTransferDone():
+            return narrate_pd.summary(ev)
         case RequestArrived():
             return f"{ev.request} arrives ({ev.group}, turn {ev.turn}, {fmt_int(ev.prompt_tokens)}+{fmt_int(ev.output_tokens)} tokens)"
         case RequestScheduled():
@@ -533,6 +540,8 @@ def explain(ev: Event | None, facts: Facts | None = None, history: History | Non
             return _explain_recovered(ev)
         case SimulationEnded():
             return _explain_ended(ev, facts)
+        case DecodeRouted() | KVTransferWaiting() | KVTransferStarted() | KVTransferDone():
+            return narrate_pd.explain(ev)
     return summary(ev)
 
 
@@ -560,12 +569,12 @@ def life_lines(request: str, life: tuple[Event, ...]) -> list[str]:
     t0 = life[0].t
     for ev in life:
         out.append(f"{ev.t:.3f}s (+{ev.t - t0:.3f})  {_life_step(ev)}")
-        if isinstance(ev, RouteDecided):
+        if isinstance(ev, (RouteDecided, DecodeRouted)):
             out.extend(_candidate_lines(ev))
     return out
 
 
-def _candidate_lines(ev: RouteDecided) -> list[str]:
+def _candidate_lines(ev: RouteDecided | DecodeRouted) -> list[str]:
     out = []
     for c in sorted(ev.candidates, key=lambda c: -c.score):
         feats = " ".join(f"{k}={v:g}" for k, v in c.features)
@@ -604,4 +613,6 @@ def _life_step(ev: Event) -> str:
             return f"rejected: {ev.reason}"
         case NodeDown():
             return f"its node failed ({ev.node})" + ("; re-routed" if ev.rerouted else "")
+        case DecodeRouted() | KVTransferWaiting() | KVTransferStarted() | KVTransferDone():
+            return narrate_pd.life_step(ev)
     return ev.kind

@@ -1,6 +1,9 @@
 """The result document of one run (../shared/DESIGN.md section 5, a contract for scripts and notebooks).
 
-Schema version 3 (this file) added `requests.turns_cut`: the turns of sessions (synthetic groups,
+Schema version 4 (this file) added `disaggregation`: per-pool utilisation and work, the KV
+transfers (count, blocks, bytes, time on the wire, queueing, prefill-to-decode handoff) and
+how requests were split, for a run where a node has a prefill/decode role or the policy is a
+prefill/decode one; null otherwise (docs/results.md). Schema version 3 added `requests.turns_cut`: the turns of sessions (synthetic groups,
 weka conversations) never sent because an earlier turn of theirs was rejected or failed, so a
 trace's requests are all accounted for (issue 25). Schema version 2 added, over version 1: `requests.shed`, `requests.success_rate`,
 `requests.rejected_reasons`, `latency_ms.itl`, the `slo` object, and `routing` (the router's own
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 from kvtui import __version__
 
-RESULT_SCHEMA_VERSION = 3
+RESULT_SCHEMA_VERSION = 4
 
 
 def _routing_report(sim) -> dict:
@@ -53,6 +56,14 @@ def _node_offload(tier) -> dict:
         "evicted_blocks": tier.evicted_total,
         "loaded_blocks": tier.loaded_total,
     }
+
+
+def _disaggregation(sim, sim_time: float) -> dict | None:
+    pools = getattr(sim, "pools", None)
+    if pools is None:
+        return None
+    handoffs = sim.handoffs
+    return pools.report(sim_time, handoffs.links if handoffs is not None else None)
 
 
 def result_document(sim, wall_time_s: float) -> dict:
@@ -118,5 +129,6 @@ def result_document(sim, wall_time_s: float) -> dict:
             for n in sim.nodes
         ],
         "routing": _routing_report(sim),
+        "disaggregation": _disaggregation(sim, sim_time),
         "wal": wal,
     }

@@ -19,6 +19,7 @@ from kvtui.events import (
     ControlPlaneCrashed,
     ControlPlaneRecovered,
     Event,
+    KVTransferStarted,
     NodeDown,
     RequestArrived,
     RequestCompleted,
@@ -43,6 +44,7 @@ SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
     "decision": (RouteDecided,),
     "arrival": (RequestArrived,),
     "completion": (RequestCompleted,),
+    "transfer": (KVTransferStarted,),
 }
 
 def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:

@@ -44,6 +44,7 @@ from kvtui.scenario.schema import (
 )
 from kvtui.profiles import gb, tp_problem
 from kvtui.scenario.plan import node_plans
+from kvtui.scenario.roles import check_roles
 from kvtui.scenario.serving import profile_catalog
 
 __all__ = ["load_scenario"]
@@ -542,6 +543,8 @@ def _check_scenario(scenario: Scenario, b: _Builder) -> None:
     _check_groups(scenario, b)
     _check_story(scenario, b)
     _check_router(scenario, b)
+    if b.is_clean("cluster.nodes"):
+        check_roles(scenario, b.report_at)
 
 
 MIN_EVICTION_INTERVAL_S = 1e-3

@@ -253,6 +253,12 @@ class NodeSpec:
     max_active: int | None = field(default=None, metadata=doc("reject when running+waiting reach this", min=1, max=10_000_000))
     max_queue: int | None = field(default=None, metadata=doc("reject when this many are waiting", min=0, max=10_000_000))
     offload: Offload | None = field(default=None, metadata=doc("a CPU KV tier under GPU memory; defaults to the cluster's"))
+    role: Literal["prefill", "decode", "both"] = field(default="both", metadata=doc(
+        "prefill/decode disaggregation: a prefill node only prefills and sends the KV to a decode node, a decode "
+        "node only decodes what it received; both (the default) does either, colocated"))
+    host: str | None = field(default=None, metadata=doc(
+        "the server this node sits in: KV moves over NVLink between nodes of one host, over RDMA between hosts "
+        "(absent: a host of its own)"))
 
 
 @dataclass(frozen=True)
@@ -427,6 +433,19 @@ class PredictedLatencyConfig:
 
 
 @dataclass(frozen=True)
+class Disaggregation:
+    """How a prefill/decode router splits a request (docs/disaggregation.md)."""
+
+    local_prefill_tokens: int = field(default=0, metadata=doc(
+        "conditional disaggregation: a request whose uncached prompt on the chosen decode node is under this many "
+        "tokens prefills there instead of on a prefill node (llm-d's nonCachedTokens, Dynamo's "
+        "max_local_prefill_length); 0 always disaggregates", min=0, max=10_000_000))
+    when_decode_full: Literal["wait", "reject"] = field(default="wait", metadata=doc(
+        "a prefilled request whose decode node has no room now: wait for room (its blocks stay on the prefill "
+        "node) or be rejected with the reason"))
+
+
+@dataclass(frozen=True)
 class Router:
     policy: str = field(default="load_prefix", metadata=doc("routing policy name (see `kvtui run --help`)"))
     routing_overhead_ms: float = field(default=0.0, metadata=doc("time the router takes per request", min=0, max=1e6))
@@ -439,6 +458,9 @@ class Router:
     sglang: SGLangConfig = field(default_factory=SGLangConfig, metadata=doc("sglang_cache_aware policy knobs"))
     predicted_latency: PredictedLatencyConfig = field(
         default_factory=PredictedLatencyConfig, metadata=doc("predicted_latency policy knobs")
+    )
+    disaggregation: Disaggregation = field(
+        default_factory=Disaggregation, metadata=doc("prefill/decode policies: when to prefill locally, what a full decode node does")
     )
 
 
@@ -502,6 +524,8 @@ class HardwareProfile:
     usable_memory_gib: float | None = field(
         default=None, metadata=doc("memory the driver reports (torch.cuda.mem_get_info) in GiB; default memory_gb", min=0.01, max=100_000)
     )
+    rdma_gb_s: float = field(default=0.0, metadata=doc("per-GPU network (RDMA) bandwidth per direction in GB/s, for KV moved between hosts", min=0, max=1e6))
+    rdma_latency_us: float = field(default=0.0, metadata=doc("fixed cost of one KV transfer between hosts in microseconds", min=0, max=1e9))
     compute_efficiency: float | None = field(default=None, metadata=doc("default achieved share of peak FLOP/s", min=0.01, max=1))
     memory_efficiency: float | None = field(default=None, metadata=doc("default achieved share of memory bandwidth", min=0.01, max=1))
     source: str = field(default="", metadata=doc("where the figures come from"))

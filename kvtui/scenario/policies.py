@@ -15,6 +15,7 @@ from typing import NamedTuple
 class PolicyEntry(NamedTuple):
     implementation: str  # "module:Class", a subclass of kvtui.sim.router.base.Policy
     about: str  # one line for the help and the palette
+    paired: bool = False  # a prefill/decode policy: picks a prefill and a decode node (docs/disaggregation.md)
 
 
 POLICIES: dict[str, PolicyEntry] = {
@@ -42,7 +43,19 @@ POLICIES: dict[str, PolicyEntry] = {
         "kvtui.sim.router.predicted_latency:PredictedLatency",
         "llm-d predicted-latency scheduler: online TTFT/TPOT regressors, SLO headroom",
     ),
+    "llm_d_pd": PolicyEntry(
+        "kvtui.sim.router.llmd_pd:LlmdPD",
+        "llm-d P/D profiles: decode pod by prefix+queue+KV scorers, then a prefill pod the same way",
+        paired=True,
+    ),
+    "dynamo_disagg": PolicyEntry(
+        "kvtui.sim.router.dynamo_disagg:DynamoDisagg",
+        "NVIDIA Dynamo disaggregated: KV-aware prefill worker, decode worker by load",
+        paired=True,
+    ),
 }
+
+PAIRED_POLICIES: tuple[str, ...] = tuple(name for name, entry in POLICIES.items() if entry.paired)
 
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
 

@@ -15,6 +15,7 @@ from kvtui.scenario.plan import NodePlan
 from kvtui.scenario.serving import profile_catalog
 from kvtui.sim.kv_manager import OffloadSpec
 from kvtui.sim.latency import LinearModel, RooflineModel
+from kvtui.sim.transfer import Link, build_links
 
 
 def build_latency(scenario: Scenario, plan: NodePlan):
@@ -40,3 +41,9 @@ def node_offload(plan: NodePlan) -> OffloadSpec | None:
     if plan.offload is None:
         return None
     return OffloadSpec(plan.cpu_blocks, plan.block_load_s)
+
+
+def node_links(scenario: Scenario, plans: list[NodePlan]) -> tuple[dict[tuple[str, str], Link], dict[str, int]]:
+    """The KV links of a disaggregated cluster and each decode node's bytes per block."""
+    _, models = profile_catalog(scenario)
+    return build_links(plans, models[scenario.model], scenario.cluster.block_size)

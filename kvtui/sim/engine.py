@@ -32,7 +32,9 @@ from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import Metrics
 from kvtui.sim.node import Node
-from kvtui.sim.deployment import build_latency, node_offload
+from kvtui.sim.deployment import build_latency, node_links, node_offload
+from kvtui.sim.handoff import Handoffs
+from kvtui.sim.pools import PoolMetrics
 from kvtui.sim.request import Request
 from kvtui.sim.router.router import Router
 
@@ -59,7 +61,8 @@ class Simulation:
 
         self.nodes: list[Node] = []
         self.node_by_name: dict[str, Node] = {}
-        for plan in node_plans(scenario):
+        plans = node_plans(scenario)
+        for plan in plans:
             node = Node(
                 plan.spec,
                 plan.kv_blocks,
@@ -76,6 +79,20 @@ class Simulation:
         self.router = Router(
             self.bus, self.nodes, scenario.router, self.policy_name, self.router_rng, self.block_size, self._finished
         )
+        self.handoffs: Handoffs | None = None
+        if self.router.pairs is not None:
+            links, block_bytes = node_links(scenario, plans)
+            self.handoffs = Handoffs(
+                self.bus, self.node_by_name, links, block_bytes,
+                scenario.router.disaggregation.when_decode_full == "reject", self._finished, self.router.submit,
+            )
+        self.pools: PoolMetrics | None = None
+        if self.handoffs is not None or any(n.spec.role != "both" for n in self.nodes):
+            if self.handoffs is None:  # a colocated policy: every node serves both phases, whatever its role says
+                for n in self.nodes:
+                    n.role = "both"
+            self.pools = PoolMetrics({n.name: n.role for n in self.nodes})
+            self.bus.listen(self.pools.on_event, PoolMetrics.EVENT_TYPES)
         self.ended = False
         self._end_emitted = False
 
@@ -200,8 +217,10 @@ class Simulation:
         return self.env.now
 
     def in_flight(self) -> int:
-        """Requests arrived and not yet over: being routed, held by a recovering router, or on a node."""
-        return self.router.in_routing + sum(n.active for n in self.nodes)
+        """Requests arrived and not yet over: being routed, held by a recovering router, on a node, or
+        between a prefill node and a decode node."""
+        moving = self.handoffs.in_flight if self.handoffs is not None else 0
+        return self.router.in_routing + sum(n.active for n in self.nodes) + moving
 
     def _advance(self) -> bool:
         """Process one simpy event; False when the run is over."""

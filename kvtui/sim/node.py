@@ -104,6 +104,14 @@ class Node:
         self._busy = False
         self._segment: tuple[float, list[float]] = (0.0, [])  # (start, iteration durations) of the segment running
         self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
+        # prefill/decode disaggregation (kvtui/sim/handoff.py): who takes a request this node
+        # prefilled for another, requests on their way here, and a count of lives (a failure
+        # ends one, and with it every block id handed out before)
+        self.handoff: Callable[["Node", Request], None] | None = None
+        self.role = spec.role  # "both" under a colocated policy, whatever the spec says (the engine sets it)
+        self.outbound = 0  # prefilled here, KV not yet read by the decode node
+        self.inbound = 0
+        self.lives = 0
         self.process = self.env.process(self._loop())
 
     # ------------------------------------------------------------------ views
@@ -178,6 +186,41 @@ class Node:
             self.waiting.append(req)
         self._kick()
 
+    # ------------------------------------------------------------------ disaggregation
+    def reserve(self, req: Request) -> tuple[int, float] | None:
+        """Room for a request another node prefilled: take its cached prefix here and allocate
+        the rest of its prompt, which the transfer will fill. Returns (blocks already here,
+        seconds to load those of them in the CPU tier), or None when it does not fit now (a
+        free batch slot and the blocks, counting those promised to transfers under way)."""
+        if len(self.running) + self.inbound >= self.max_num_seqs:
+            return None
+        kv = self.kv
+        hit = kv.computed(req, req.prompt_tokens)
+        need = kv.need(req, hit, req.prompt_tokens - hit.tokens)
+        if not kv.fits(hit, need):
+            return None
+        load_s = kv.admit(req, hit, need)
+        self.inbound += 1
+        return len(hit.gpu) + hit.loaded, load_s
+
+    def accept(self, req: Request, ready: int) -> None:
+        """The transfer landed: register the blocks it wrote and run the request, its last prompt
+        token still to compute (vLLM's scheduler does that for a fully received prompt, to get
+        the logits of the first output token)."""
+        self.inbound -= 1
+        last = (req.prompt_tokens - 1) // self.block_size
+        if last > ready:
+            self.kv.cache(req, ready, last)
+        req.node = self.name
+        req.target = req.prompt_tokens
+        req.computed = req.prompt_tokens - 1
+        self.running.append(req)
+        self._kick()
+
+    def drop_blocks(self, blocks: list[int]) -> None:
+        """Free a prefilled request's blocks once its decode node has read them (they stay cached)."""
+        self.kv.pool.free(blocks)
+
     def _kick(self) -> None:
         if self._wake is not None and not self._wake.triggered:
             self._wake.succeed()
@@ -197,6 +240,8 @@ class Node:
         for r in in_flight:
             r.node = None
         self.up = False
+        self.lives += 1
+        self.outbound = self.inbound = 0
         self.kv.reset()
         self.bus.emit(NodeCacheCleared, node=self.name, keys=lost)
         if self._busy:
@@ -428,6 +473,7 @@ class Node:
         bs = self.block_size
         now = self.env.now
         finished: list[Request] = []
+        handed: list[Request] = []
         prefill_tokens = 0
         for req, n in plan.prefill:
             before = req.computed // bs
@@ -435,6 +481,9 @@ class Node:
             prefill_tokens += n
             kv.cache(req, before, req.computed // bs)
             if req.computed >= req.target:
+                if req.decode_node is not None and req.decode_node != self.name:
+                    handed.append(req)  # prefilled for another node: its first token comes from there
+                    continue
                 req.generated += 1
                 if req.first_token_at is None:
                     req.first_token_at = now
@@ -457,6 +506,10 @@ class Node:
             self.running.remove(req)
             kv.free(req)
             self._finish(req, "completed")
+        for req in handed:
+            self.running.remove(req)
+            assert self.handoff is not None  # set on every node of a disaggregated run
+            self.handoff(self, req)
         self.bus.emit(
             BatchStepped,
             node=self.name,

@@ -40,10 +40,12 @@ class Request:
     finished_at: float | None = None
     preemptions: int = 0
     done: object = None  # the simpy event the workload waits on; the engine succeeds it
+    decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it
 
     def restart(self) -> None:
         """Back to the very start: its node failed and the request is sent again elsewhere."""
         self.node = None
+        self.decode_node = None
         self.target = 0
         self.computed = 0
         self.generated = 0

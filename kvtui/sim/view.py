@@ -57,7 +57,7 @@ def node_version(node, hits: tuple[int, int, int] | None = None) -> tuple:
     """A cheap key that changes whenever the node's view would (views are cached on it)."""
     pool, cpu = node.pool, node.kv.cpu
     held = len(cpu) if cpu is not None else -1
-    return (id(pool.ref), pool.version, node.up, len(node.running), len(node.waiting), hits, held)
+    return (id(pool.ref), pool.version, node.up, len(node.running), len(node.waiting), hits, held, node.outbound, node.inbound)
 
 
 def node_view(node, hits: tuple[int, int, int] | None = None) -> NodeView:
@@ -75,6 +75,8 @@ def node_view(node, hits: tuple[int, int, int] | None = None) -> NodeView:
         evicted_total=node.pool.evicted_total,
         version=node_version(node, hits),
         cpu=(len(node.kv.cpu), node.kv.cpu.capacity) if node.kv.cpu is not None else None,
+        role=node.role,
+        moving=(node.outbound, node.inbound),
     )
 
 

@@ -68,6 +68,7 @@ CONTROLS: tuple[Control, ...] = (
     C("next-decision", "n", "seek('decision')", "decision", "Jump to next routing decision", "jump to the next routing decision", group=NEXT, show=False),
     C("next-arrival", "a", "seek('arrival')", "arrival", "Jump to next arrival", "jump to the next request arrival", group=NEXT, show=False),
     C("next-completion", "x", "seek('completion')", "completion", "Jump to next completion", "jump to the next request completion", group=NEXT, show=False),
+    C("next-transfer", "m", "seek('transfer')", "KV transfer", "Jump to next KV transfer", "jump to the next KV transfer from a prefill node to a decode node", group=NEXT, show=False),
     C("cancel-seek", "escape", "cancel_seek", "Cancel jump", "Cancel the jump", "while a jump searches: cancel it and go back to where it began", show=False, priority=True),
     C("next-chapter", "k", "chapter(1)", "chapter", "Next story chapter", "go to the next chapter of the scenario's story (K: previous)", show=False),
     C("prev-chapter", "K", "chapter(-1)", "chapter", "Previous story chapter", "go to the previous chapter of the story", show=False),

@@ -3,10 +3,13 @@
 Node failures and control-plane crashes come only from the scenario's scripted `events` and
 from the user's own keys (`d`, `c`), which act at once (kvtui/sim/engine.py `_scripted`); a
 crash and its recovery need a `metadata` section. So a jump to one of them that no scripted
-event can reach says why at once, instead of running the rest of the run to find nothing.
+event can reach says why at once, instead of running the rest of the run to find nothing. KV
+transfers happen only under a prefill/decode policy, so a jump to one under any other says so.
 """
 
 from __future__ import annotations
+
+from kvtui.scenario.policies import PAIRED_POLICIES, POLICIES
 
 NO_STORE = ("This scenario has no `metadata` section: its control plane keeps no log, so it never "
             "crashes or recovers (try scenarios/crash-recovery.yaml).")
@@ -23,6 +26,9 @@ def why_unreachable(runner, what: str) -> str | None:
             return "The control plane is up and no crash is scripted after now (c crashes it by hand)."
         case "failure" if not _scripted_after(runner, "node_down"):
             return "No node failure is scripted after now (d takes the selected node down)."
+        case "transfer" if not POLICIES[runner.policy].paired:
+            return (f"{runner.policy} serves every request where it is routed: no KV moves "
+                    f"(a prefill/decode policy moves it: {', '.join(PAIRED_POLICIES)}).")
     return None
 
 

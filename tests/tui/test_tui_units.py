@@ -301,3 +301,25 @@ def test_a_broken_user_theme_is_skipped_naming_its_file(tmp_path, monkeypatch):
     assert len(said) == 3
     for name, why in (("bytes", "not UTF-8"), ("colour", "is not a colour"), ("css", "variables.block-free")):
         assert any(str(tmp_path / f"{name}.toml") in m and why in m for m in said), (name, said)
+
+
+def test_a_node_label_names_its_pool_and_the_kv_in_flight():
+    from kvtui.tui.widgets.block_map import POOL_ORDER, pool_words
+    from kvtui.views import NodeView
+
+    def view(role, moving):
+        return NodeView("n", True, (), (), (), None, 0, 0, (), role=role, moving=moving)
+
+    assert pool_words(view("both", (0, 0))) == ("", "")
+    assert pool_words(view("prefill", (2, 0))) == (" prefill ⇢2", " P ⇢2")
+    assert pool_words(view("decode", (0, 1))) == (" decode ⇠1", " D ⇠1")
+    assert sorted(["decode", "both", "prefill"], key=POOL_ORDER.get) == ["prefill", "both", "decode"]
+
+
+def test_a_jump_to_a_kv_transfer_under_a_colocated_policy_says_why_at_once():
+    from types import SimpleNamespace
+
+    from kvtui.tui.reachable import why_unreachable
+
+    assert "no KV moves" in why_unreachable(SimpleNamespace(policy="load_prefix"), "transfer")
+    assert why_unreachable(SimpleNamespace(policy="llm_d_pd"), "transfer") is None

@@ -73,3 +73,27 @@ def test_why_of_every_event_kind_is_readable_in_full(size, kinds):
                 await assert_readable(app, pilot, ev)
 
     asyncio.run(go())
+
+
+DISAGGREGATION = PRESSURE.parent / "disaggregation.yaml"
+
+
+def test_a_disaggregated_run_in_the_app_shows_both_picks_pools_and_moves():
+    """The P/D scenario in the app: the Why of each disaggregation event is readable in full, and
+    the maps name each node's pool, with the KV in flight on both nodes' labels mid-transfer."""
+    async def go():
+        app = make_app(load_scenario(str(DISAGGREGATION), []), fps=0, theme="dark")
+        async with app.run_test(size=(160, 50)) as pilot:
+            for kind in ("routed", "decode_routed", "transfer", "transferred"):
+                ev = app.runner.seek((CLASS_OF[kind],), float("inf"))
+                assert ev, kind
+                await assert_readable(app, pilot, ev)
+            ev = app.runner.seek((CLASS_OF["transfer"],), float("inf"))
+            app.highlight = ev
+            app.refresh_panels(force=True)
+            await pilot.pause()
+            text = screen_text(app)
+            assert "prefill" in text and "decode" in text
+            assert "⇢1" in text and "⇠1" in text, "the move shows on both maps"
+
+    asyncio.run(go())

@@ -37,6 +37,8 @@ class Context:
 
 class Policy:
     EVENT_TYPES: tuple[type[Event], ...] = ()
+    # A prefill/decode policy (kvtui/sim/router/pair.py) picks two nodes per request.
+    PAIRED = False
     # Whether `choose` reads `NodeState.prefill_tokens`: the Router walks every node's queue
     # for it per decision only then (it is -1 otherwise), a cost that grows with the cluster.
     READS_PREFILL_TOKENS = False

@@ -39,6 +39,7 @@ from kvtui.sim.request import Request
 from kvtui.sim.router.approx import ApproxIndex
 from kvtui.sim.router.base import Context
 from kvtui.sim.router.index import KVIndex, Match
+from kvtui.sim.router.pair_route import PairRoute
 from kvtui.sim.router.registry import make_policy
 from kvtui.sim.router.state import Decision, NodeState, block_figures
 
@@ -90,6 +91,7 @@ class Router:
         self.reject_while_down = False
         self.held: list[Request] = []
         self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0}
+        self.pairs: PairRoute | None = PairRoute(self) if self.policy.PAIRED else None
 
         bus.listen(self._on_kv_event, KV_EVENTS, {BlocksStored: self._stored, BlocksEvicted: self._evicted})
         bus.listen(self._on_node_down, (NodeDown,))
@@ -146,6 +148,9 @@ class Router:
     def route_now(self, req: Request) -> None:
         """Decide and hand over to the node (the router is up)."""
         self.in_routing -= 1
+        if self.pairs is not None:
+            self.pairs.route(req)  # a prefill/decode policy: two picks
+            return
         keys = req.block_keys[: req.prompt_tokens // self.block_size]
         states = self.observe(req, keys)
         self.ctx.now = self.env.now

@@ -53,6 +53,18 @@ GLYPHS = [GLYPH_FREE, GLYPH_CACHED, GLYPH_USED, GLYPH_PINNED, GLYPH_DOWN, *BARS,
 
 MIN_COLUMN = 22  # narrowest node column worth drawing side by side
 GAP = 1
+POOL_ORDER = {"prefill": 0, "both": 1, "decode": 2}  # maps grouped by pool: prefill, colocated, decode
+
+
+def pool_words(node) -> tuple[str, str]:
+    """The pool and the KV in flight on a node's label, long and short ("" for a colocated node
+    with nothing moving): blocks pinned for a transfer are drawn used on both maps, and the label
+    counts the requests whose KV is leaving (⇢) or arriving (⇠)."""
+    out, arriving = node.moving
+    moving = (f" ⇢{out}" if out else "") + (f" ⇠{arriving}" if arriving else "")
+    if node.role == "both":
+        return moving, moving
+    return f" {node.role}{moving}", f" {node.role[0].upper()}{moving}"
 
 
 def fit_name(name: str, width: int) -> str:
@@ -151,7 +163,7 @@ class BlockMap(Widget):
         if self.only is not None:
             node = view.node(self.only)
             return [node] if node is not None else []
-        return list(view.nodes)
+        return sorted(view.nodes, key=lambda n: POOL_ORDER[n.role])  # grouped by pool; stable: cluster order within
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
@@ -492,12 +504,13 @@ class BlockMap(Widget):
             r, w = len(node.running), len(node.waiting)
             scale = f" 1:{nc.k}" if nc.k > 1 else ""
             tier = f" cpu {round(100 * node.cpu[0] / node.cpu[1])}%" if node.cpu is not None else ""
+            pool, short = pool_words(node)
             options = [
-                f" used {u}% cached {c}%{tier} run {r} wait {w} hit(last {HIT_WINDOW}) {hs}{scale}",
-                f" u{u}% c{c}%{tier} r{r} w{w} h{hs}{scale}",
-                f" u{u}% c{c}%{tier} r{r} w{w}",
-                f" u{u}% c{c}% r{r} w{w}",
-                f" u{u}% c{c}%",
+                f"{pool} used {u}% cached {c}%{tier} run {r} wait {w} hit(last {HIT_WINDOW}) {hs}{scale}",
+                f"{short} u{u}% c{c}%{tier} r{r} w{w} h{hs}{scale}",
+                f"{short} u{u}% c{c}%{tier} r{r} w{w}",
+                f"{short} u{u}% c{c}% r{r} w{w}",
+                f"{short} u{u}% c{c}%",
                 f" {u}%",
                 "",
             ]

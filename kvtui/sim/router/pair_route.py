@@ -1,0 +1,80 @@
+"""The Router's request path for a prefill/decode policy: split the snapshots into the two pools,
+ask the policy for both picks, record both decisions, hand the request to its prefill node
+marked with its decode node (kvtui/sim/router/router.py calls this instead of its one-pick
+path when the policy is `PAIRED`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvtui.events import DecodeRouted, RouteDecided
+from kvtui.sim.request import Request
+from kvtui.sim.router.pair import PairDecision, PairPolicy
+
+if TYPE_CHECKING:
+    from kvtui.sim.router.router import Router
+
+
+class PairRoute:
+    def __init__(self, router: "Router") -> None:
+        assert isinstance(router.policy, PairPolicy)
+        self.router = router
+        self.policy = router.policy
+        self.prefill_names = {n.name for n in router.nodes if n.spec.role != "decode"}
+        self.decode_names = {n.name for n in router.nodes if n.spec.role != "prefill"}
+        self.stats = {"remote": 0, "local": 0}
+
+    def route(self, req: Request) -> None:
+        r = self.router
+        keys = req.block_keys[: req.prompt_tokens // r.block_size]
+        states = r.observe(req, keys)
+        r.ctx.now = r.env.now
+        prefill_pool = [s for s in states if s.name in self.prefill_names]
+        decode_pool = [s for s in states if s.name in self.decode_names]
+        pair = self.policy.decide_pair(req, r.ctx, prefill_pool, decode_pool)
+        stale = r._check_staleness(pair.prefill, states, keys) if pair.decode.node is not None else ""
+        self._record(req, pair, len(keys), stale)
+        problem = self._problem(pair, states)
+        if problem is not None:
+            r.reject(req, *problem)
+            return
+        self._hand_over(req, pair, states, keys)
+
+    def _record(self, req: Request, pair: PairDecision, prompt_blocks: int, stale: str) -> None:
+        """Both decisions as events, or two skipped numbers when nobody reads them."""
+        r = self.router
+        if not r.bus.listened(RouteDecided):
+            r.bus.skip()
+        else:
+            r._emit_decision(req, pair.prefill, prompt_blocks, stale)
+        if not r.bus.listened(DecodeRouted):
+            r.bus.skip()
+            return
+        d = pair.decode
+        r.bus.emit(DecodeRouted, request=req.id, node=d.node, prefill_node=pair.prefill.node, remote=pair.remote,
+                   policy=r.policy_name, reason=d.reason, candidates=d.candidates, margin=round(d.margin, 6), tie=d.tie)
+
+    def _problem(self, pair: PairDecision, states) -> tuple[str | None, str] | None:
+        """(node, reason) when the pair cannot be served: a pick refused, or a picked node that
+        would refuse the request now (policies pick eligible nodes; this is the guard)."""
+        for decision in (pair.decode, pair.prefill):
+            if decision.node is None:
+                return None, decision.reason
+        for name in dict.fromkeys((pair.prefill.node, pair.decode.node)):
+            problem = next(s.problem for s in states if s.name == name)
+            if problem is not None:
+                return name, problem
+        return None
+
+    def _hand_over(self, req: Request, pair: PairDecision, states, keys) -> None:
+        r = self.router
+        prefill, decode = pair.nodes()
+        r.sessions[req.session] = prefill
+        if r.session_sink is not None:
+            r.session_sink(req.session, prefill)
+        if r.approx is not None:
+            r.approx.routed(prefill, keys[: r.approx_blocks])
+        self.stats["remote" if pair.remote else "local"] += 1
+        self.policy.routed_pair(req, pair, states)
+        req.decode_node = decode if pair.remote else None
+        r.node_by_name[prefill].enqueue(req)
