@@ -1,8 +1,9 @@
-"""`kvtui live ENGINES_FILE --no-ui --duration S [--record DIR]`: watch real engines' KV events.
+"""`kvtui live ENGINES_FILE [--record DIR]`: watch real engines' KV events in the app.
 
-Headless for now (the app screen over live data is issue 21's next part): it subscribes to
-every engine of the file for S seconds, then prints one line per engine with the blocks stored
-and removed, the batches received, the gaps replay could not fill and the malformed messages.
+With `--no-ui --duration S` it is headless: it subscribes to every engine of the file for S
+seconds, then prints one line per engine with the blocks stored and removed, the batches
+received, the gaps replay could not fill and the malformed messages. Without `--no-ui` it opens
+the live app (kvtui/tui/live_app.py) until quit, or for S seconds when `--duration` is given.
 """
 
 from __future__ import annotations
@@ -13,13 +14,20 @@ from kvtui.cli.common import Parser, UsageError
 def main(argv: list[str]) -> int:
     from kvtui.live.engines import load_engines
     from kvtui.live.recording import Recorder
-    from kvtui.live.session import LiveSession, summary_lines
 
     args = _parser().parse_args(argv)
     _check(args)
     engines = load_engines(args.engines)
-    session = LiveSession(engines, Recorder(args.record) if args.record else None,
-                          replay_timeout=args.replay_timeout)
+    recorder = Recorder(args.record) if args.record else None
+    if args.no_ui:
+        return _headless(engines, recorder, args)
+    return _app(engines, recorder, args, argv)
+
+
+def _headless(engines, recorder, args) -> int:
+    from kvtui.live.session import LiveSession, summary_lines
+
+    session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout)
     try:
         session.run_for(args.duration)
     finally:
@@ -28,22 +36,44 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _app(engines, recorder, args, argv: list[str]) -> int:
+    from kvtui.cli.app import run_app
+    from kvtui.live.session import LiveSession
+    from kvtui.run.live import LiveRun
+    from kvtui.tui.live_app import LiveApp
+
+    run = LiveRun(live=True)
+    session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout, listener=run.receive)
+    app = LiveApp(run, f"live {args.engines}", session=session, theme=args.theme, duration=args.duration)
+    try:
+        return run_app(app, argv)
+    finally:
+        session.close()
+
+
 def _check(args) -> None:
+    if args.duration is not None and not 0 < args.duration <= 7 * 86400:
+        raise UsageError("kvtui live: --duration S must be more than 0 seconds and at most a week")
+    if args.no_ui and args.duration is None:
+        raise UsageError("kvtui live: --duration S (seconds) is required with --no-ui")
     if not args.no_ui:
-        raise UsageError("kvtui live: the live app screen is not built yet; run with --no-ui")
-    if args.duration is None or not 0 < args.duration <= 7 * 86400:
-        raise UsageError("kvtui live: --duration S (seconds, more than 0, at most a week) is required with --no-ui")
+        from kvtui.cli.app import stdin_is_terminal
+
+        if not stdin_is_terminal():
+            raise UsageError("kvtui live: the app needs a terminal, and stdin is not one; "
+                             "headless: kvtui live ENGINES.yaml --no-ui --duration S")
     if not 0 < args.replay_timeout <= 60:
         raise UsageError("kvtui live: --replay-timeout must be more than 0 and at most 60 seconds")
 
 
 def _parser() -> Parser:
     p = Parser(prog="kvtui live", description="Subscribe to real engines' KV events (vLLM's ZMQ "
-               "publisher, or Dynamo's mocker) and print what each published.")
+               "publisher, or Dynamo's mocker) and show them in the app, or print what each published.")
     p.add_argument("engines", metavar="ENGINES.yaml", help="engines: [{name, kv_events, replay, metrics, api}]")
     p.add_argument("--no-ui", action="store_true", help="headless: print one line per engine at the end")
-    p.add_argument("--duration", type=float, metavar="S", help="seconds to listen")
+    p.add_argument("--duration", type=float, metavar="S", help="seconds to listen (the app: until quit)")
     p.add_argument("--record", metavar="DIR", help="record every received batch into a new WAL directory")
     p.add_argument("--replay-timeout", type=float, default=2.0, metavar="S",
                    help="seconds to wait for an engine's replay socket to answer (default 2)")
+    p.add_argument("--theme", help="colour theme of the app (kvtui/tui/themes/)")
     return p

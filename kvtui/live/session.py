@@ -1,7 +1,7 @@
 """A live session: subscribers for every engine, feeding the state and (optionally) a recording.
 
 The loop polls every subscriber's socket; each delivery goes to the recording first, then to
-the state, so what the session printed is what its recording replays to. Receive times come
+the state (and to a listener: the app's run), so what the session printed is what its recording replays to. Receive times come
 from the injected clock (wall time by default): this is the boundary with the real world, not
 the engine, so the determinism rule for the simulation does not apply here.
 """
@@ -22,9 +22,10 @@ from kvtui.live.subscriber import Subscriber
 
 class LiveSession:
     def __init__(self, engines: list[Engine], recorder: Recorder | None = None,
-                 clock: Callable[[], float] = time.time, replay_timeout: float = 2.0):
+                 clock: Callable[[], float] = time.time, replay_timeout: float = 2.0,
+                 listener: Callable[[Delivery], None] | None = None):
         self.ctx = zmq.Context()
-        self.state, self.recorder = LiveState(), recorder
+        self.state, self.recorder, self.listener = LiveState(), recorder, listener
         ranks = [rank for e in engines for rank in e.ranks()]
         self.subscribers = [
             Subscriber(self.ctx, e.name, e.kv_events, e.replay, self.deliver, clock, replay_timeout)
@@ -39,6 +40,8 @@ class LiveSession:
         if self.recorder is not None:
             self.recorder.add(delivery)
         ingest(self.state, delivery)
+        if self.listener is not None:  # the app's LiveRun, which keeps every delivery to move through
+            self.listener(delivery)
 
     def poll(self, timeout: float) -> int:
         """Wait up to `timeout` seconds for messages; handle all that are ready. Returns how many."""

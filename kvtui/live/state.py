@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kvtui.live.slots import UNKNOWN_OWNER, SlotMap
 from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
 from kvtui.sim.workload.hashing import chain_keys
 
@@ -47,6 +48,7 @@ class EngineBlocks:
     """One engine's held blocks per medium: engine hash -> kvtui key."""
 
     by_medium: dict[str, dict] = field(default_factory=lambda: defaultdict(dict))
+    gpu_cells: SlotMap = field(default_factory=SlotMap)  # where the block map draws them
 
     def key_of(self, engine_hash) -> int | None:
         for blocks in self.by_medium.values():
@@ -86,16 +88,27 @@ class LiveState:
         parent = None if e.parent_block_hash is None else blocks.key_of(e.parent_block_hash)
         if e.parent_block_hash is not None and parent is None:
             counts.orphans += len(e.block_hashes)
+            self._place(blocks, e, UNKNOWN_OWNER)
             return
         keys = chain_keys(np.asarray(e.token_ids, dtype=np.int64), e.block_size, parent)
+        if keys:
+            self._place(blocks, e, _owner(blocks, e, keys[0]))
         for engine_hash, key in zip(e.block_hashes, keys):
             blocks.by_medium[e.medium][engine_hash] = key
             self.index[key].add((name, e.medium))
+
+    @staticmethod
+    def _place(blocks: EngineBlocks, e: BlockStored, owner: str) -> None:
+        if e.medium == "GPU":
+            for engine_hash in e.block_hashes:
+                blocks.gpu_cells.place(engine_hash, owner)
 
     def _removed(self, name: str, e: BlockRemoved) -> None:
         counts, held = self.counts[name], self.blocks[name].by_medium[e.medium]
         counts.removed += len(e.block_hashes)
         for engine_hash in e.block_hashes:
+            if e.medium == "GPU":
+                self.blocks[name].gpu_cells.free(engine_hash)
             key = held.pop(engine_hash, None)
             if key is None:
                 counts.unknown_removed += 1
@@ -108,6 +121,7 @@ class LiveState:
             for key in held.values():
                 self._unindex(key, (name, medium))
             held.clear()
+        self.blocks[name].gpu_cells.clear()
 
     def _unindex(self, key: int, holder: tuple[str, str]) -> None:
         holders = self.index.get(key)
@@ -119,3 +133,10 @@ class LiveState:
     def held(self, name: str, medium: str = "GPU") -> int:
         """Blocks `name` holds on `medium` now."""
         return len(self.blocks[name].by_medium.get(medium, {}))
+
+
+def _owner(blocks: EngineBlocks, e: BlockStored, first_key: int) -> str:
+    """The prefix a stored run of blocks belongs to: its parent's, or its own first key's."""
+    if e.parent_block_hash is not None:
+        return blocks.gpu_cells.owner_of(e.parent_block_hash) or UNKNOWN_OWNER
+    return f"{first_key & 0xFFFFFF:06x}"

@@ -91,3 +91,10 @@ def test_replay_of_an_empty_directory_exits_2(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert cli_main(["replay", str(tmp_path / "empty"), "--no-ui"]) == 2
     assert "not a kvtui live recording" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["live", "engines.yaml"], ["replay", "session.rec"]])
+def test_the_app_without_a_terminal_is_refused_with_the_headless_command(command, capsys, monkeypatch):
+    monkeypatch.setattr("kvtui.cli.app.stdin_is_terminal", lambda: False)
+    assert cli_main(command) == 2
+    assert "--no-ui" in capsys.readouterr().err
