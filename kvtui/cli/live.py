@@ -1,4 +1,6 @@
-"""`kvtui live ENGINES_FILE [--record DIR]`: watch real engines' KV events in the app.
+"""`kvtui live ENGINES_FILE [--engine NAME=ENDPOINT ...] [--record DIR]`: watch real engines' KV events in the app.
+
+Engines come from the file, from `--engine` (repeatable), or both.
 
 With `--no-ui --duration S` it is headless: it subscribes to every engine of the file for S
 seconds, then prints one line per engine with the blocks stored and removed, the batches
@@ -12,12 +14,11 @@ from kvtui.cli.common import Parser, UsageError
 
 
 def main(argv: list[str]) -> int:
-    from kvtui.live.engines import load_engines
     from kvtui.live.recording import Recorder
 
     args = _parser().parse_args(argv)
     _check(args)
-    engines = load_engines(args.engines)
+    engines = _engines(args)
     recorder = Recorder(args.record) if args.record else None
     if args.no_ui:
         return _headless(engines, recorder, args)
@@ -44,14 +45,28 @@ def _app(engines, recorder, args, argv: list[str]) -> int:
 
     run = LiveRun(live=True)
     session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout, listener=run.receive)
-    app = LiveApp(run, f"live {args.engines}", session=session, theme=args.theme, duration=args.duration)
+    app = LiveApp(run, f"live {args.engines or ', '.join(e.name for e in engines)}", session=session, theme=args.theme, duration=args.duration)
     try:
         return run_app(app, argv)
     finally:
         session.close()
 
 
+def _engines(args) -> list:
+    """The engines of the file, then those of `--engine`, each name once."""
+    from kvtui.live.engines import engine_from_argument, load_engines
+
+    engines = (load_engines(args.engines) if args.engines else []) + [engine_from_argument(a) for a in args.engine]
+    names = [e.name for e in engines]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"kvtui live: engine {twice[0]!r} is named twice (engines file and --engine together)")
+    return engines
+
+
 def _check(args) -> None:
+    if not args.engines and not args.engine:
+        raise UsageError("kvtui live: name the engines: an engines file, or --engine NAME=tcp://HOST:PORT (repeatable)")
     if args.duration is not None and not 0 < args.duration <= 7 * 86400:
         raise UsageError("kvtui live: --duration S must be more than 0 seconds and at most a week")
     if args.no_ui and args.duration is None:
@@ -69,7 +84,11 @@ def _check(args) -> None:
 def _parser() -> Parser:
     p = Parser(prog="kvtui live", description="Subscribe to real engines' KV events (vLLM's ZMQ "
                "publisher, or Dynamo's mocker) and show them in the app, or print what each published.")
-    p.add_argument("engines", metavar="ENGINES.yaml", help="engines: [{name, kv_events, replay, metrics, api}]")
+    p.add_argument("engines", metavar="ENGINES.yaml", nargs="?",
+                   help="engines: [{name, kv_events, replay, metrics, api}] (or --engine)")
+    p.add_argument("--engine", action="append", default=[], metavar="NAME=ENDPOINT[,replay=..]",
+                   help="an engine on the command line, besides or instead of the file: "
+                        "NAME=tcp://HOST:PORT, then ,replay=tcp://.. ,metrics=URL ,api=URL ,data_parallel_size=N")
     p.add_argument("--no-ui", action="store_true", help="headless: print one line per engine at the end")
     p.add_argument("--duration", type=float, metavar="S", help="seconds to listen (the app: until quit)")
     p.add_argument("--record", metavar="DIR", help="record every received batch into a new WAL directory")

@@ -241,10 +241,11 @@ def test_the_live_and_replay_commands_print_the_same_lines(new, tmp_path, capsys
     pub = vp.Publisher(new.kv_events)
     engines, directory = tmp_path / "engines.yaml", str(tmp_path / "rec")
     engines.write_text(f"engines:\n  - name: vllm-a\n    kv_events: {pub.endpoint}\n"
-                       f"    replay: {pub.replay_endpoint}\n  - name: silent\n    kv_events: tcp://127.0.0.1:{vp.free_port()}\n")
+                       f"    replay: {pub.replay_endpoint}\n")
     codes = []
-    cli = threading.Thread(target=lambda: codes.append(cli_main(
-        ["live", str(engines), "--record", directory, "--no-ui", "--duration", "3"])))
+    cli = threading.Thread(target=lambda: codes.append(cli_main(  # one engine from the file, one from --engine
+        ["live", str(engines), "--engine", f"silent=tcp://127.0.0.1:{vp.free_port()}",
+         "--record", directory, "--no-ui", "--duration", "3"])))
     try:
         cli.start()
         settle()
