@@ -1,6 +1,6 @@
 """What a subscriber hands on: a received message, or a gap replay could not fill (and, once
 per engine at the start, that it is being watched, so an engine that never speaks still has its
-line in a replay).
+line in a replay); and what a scrape of an engine's `/metrics` read (kvtui/live/scraper.py).
 
 Both the live state and the recording consume the same deliveries in the same order, so a
 recording replayed through `ingest` rebuilds exactly the figures the live session printed.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvtui.live.metrics import EngineFigures
 from kvtui.live.state import LiveState
 from kvtui.live.wire import Malformed, decode_message
 
@@ -37,7 +38,14 @@ class Gap:
     missing: int  # batches
 
 
-Delivery = Watching | Received | Gap
+@dataclass(frozen=True)
+class Scraped:
+    engine: str
+    at: float
+    figures: EngineFigures
+
+
+Delivery = Watching | Received | Gap | Scraped
 
 
 def ingest(state: LiveState, delivery: Delivery) -> None:
@@ -53,5 +61,7 @@ def ingest(state: LiveState, delivery: Delivery) -> None:
             state.apply(delivery.engine, batch)
         case Gap(missing=missing):
             counts.gaps += missing
+        case Scraped(figures=figures):
+            state.figures[delivery.engine] = figures
         case Watching():
             pass  # `state.engine` above gave it its counts

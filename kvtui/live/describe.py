@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kvtui.live.delivery import Delivery, Gap, Received, Watching
+from kvtui.live.delivery import Delivery, Gap, Received, Scraped, Watching
 from kvtui.live.wire import AllBlocksCleared, BlockRemoved, BlockStored, Malformed, decode_message
 
 
@@ -25,6 +25,8 @@ def describe(delivery: Delivery) -> str:
             return f"gap: {n} batch{'es' if n != 1 else ''} from seq {first} lost (replay could not return them)"
         case Watching():
             return "watching"
+        case Scraped(figures=f):
+            return f"metrics: {f.error}" if f.error else f"metrics: running {f.running} waiting {f.waiting} kv {f.kv_usage}"
     raise TypeError(f"not a delivery: {delivery!r}")
 
 

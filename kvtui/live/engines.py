@@ -110,6 +110,9 @@ def field_problems(fields: dict) -> list[str]:
     for name in ("kv_events", "replay"):
         if name in fields and not _ENDPOINT.match(fields[name]):
             problems.append(f"`{name}` {fields[name]!r} is not a ZMQ endpoint (tcp://HOST:PORT or ipc://PATH)")
+    for name in ("metrics", "api"):
+        if name in fields and not fields[name].startswith(("http://", "https://")):
+            problems.append(f"`{name}` {fields[name]!r} is not an http:// or https:// URL")
     return problems + _rank_problems(fields)
 
 

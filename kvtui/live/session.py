@@ -16,6 +16,7 @@ import zmq
 from kvtui.live.delivery import Delivery, Watching, ingest
 from kvtui.live.engines import Engine
 from kvtui.live.recording import Recorder
+from kvtui.live.scraper import Scraper
 from kvtui.live.state import LiveState
 from kvtui.live.subscriber import Subscriber
 
@@ -32,6 +33,7 @@ class LiveSession:
             for e in ranks]
         for e in ranks:
             self.deliver(Watching(e.name, clock()))
+        self.scraper = Scraper(ranks, clock)
         self.poller = zmq.Poller()
         for s in self.subscribers:
             self.poller.register(s.socket, zmq.POLLIN)
@@ -47,6 +49,9 @@ class LiveSession:
         """Wait up to `timeout` seconds for messages; handle all that are ready. Returns how many."""
         ready = dict(self.poller.poll(int(timeout * 1000)))
         n = sum(s.drain() for s in self.subscribers if s.socket in ready)
+        for scraped in self.scraper.take():
+            self.deliver(scraped)
+            n += 1
         if n and self.recorder is not None:
             self.recorder.flush()
         return n
@@ -57,6 +62,7 @@ class LiveSession:
             self.poll(min(tick, left))
 
     def close(self) -> None:
+        self.scraper.close()
         for s in self.subscribers:
             s.close()
         if self.recorder is not None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kvtui.live.metrics import EngineFigures
 from kvtui.live.slots import UNKNOWN_OWNER, SlotMap
 from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
 from kvtui.sim.workload.hashing import chain_keys
@@ -64,6 +65,7 @@ class LiveState:
         self.counts: dict[str, EngineCounts] = {}
         self.blocks: dict[str, EngineBlocks] = {}
         self.index: dict[int, set[tuple[str, str]]] = defaultdict(set)
+        self.figures: dict[str, EngineFigures] = {}  # each engine's last scrape of its /metrics
 
     def engine(self, name: str) -> EngineCounts:
         if name not in self.counts:

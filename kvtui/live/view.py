@@ -3,8 +3,9 @@
 What KV events cannot tell is left out rather than made up: a held block is drawn *cached*
 (vLLM publishes BlockStored when a full block enters its prefix cache, whether a request still
 uses it or not, and nothing when a request lets go of it), there are no running or waiting
-requests and no hit rate until the engine's metrics say so, and the map is as wide as the
-engine's GPU block count when that is known, else as the most blocks it was ever seen holding.
+requests in the map (the engines table shows the counts the engine's `/metrics` gives), and the
+map is as wide as the engine's GPU block count when its metrics say it, else as the most blocks
+it was ever seen holding.
 Only the GPU tier is drawn; blocks on CPU or STORAGE are counted in the engines table.
 """
 
@@ -14,12 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvtui.live.metrics import EngineFigures
 from kvtui.live.state import LiveState
 from kvtui.views import CACHED, ClusterView, NodeView, TierView
 
 
-def cluster_view(state: LiveState, now: float, position: int, capacities: dict[str, int]) -> ClusterView:
-    nodes = tuple(node_view(state, name, capacities.get(name)) for name in state.counts)
+def cluster_view(state: LiveState, now: float, position: int) -> ClusterView:
+    nodes = tuple(node_view(state, name, _capacity(state, name)) for name in state.counts)
     return ClusterView(nodes=nodes, now=now, position=position)
 
 
@@ -53,12 +55,18 @@ class EngineRow:
     gaps: int
     malformed: int
     orphans: int
+    figures: EngineFigures | None  # its last scrape of /metrics (None: no `metrics` URL, or not yet)
 
 
 def engine_rows(state: LiveState) -> list[EngineRow]:
     return [EngineRow(name, state.held(name), state.held(name, "CPU") + state.held(name, "STORAGE"),
-                      c.stored, c.removed, c.batches, c.gaps, c.malformed, c.orphans)
+                      c.stored, c.removed, c.batches, c.gaps, c.malformed, c.orphans, state.figures.get(name))
             for name, c in state.counts.items()]
+
+
+def _capacity(state: LiveState, name: str) -> int | None:
+    figures = state.figures.get(name)
+    return None if figures is None else figures.num_gpu_blocks
 
 
 def index_figures(state: LiveState) -> tuple[int, int]:

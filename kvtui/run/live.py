@@ -21,7 +21,7 @@ import copy
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from kvtui.live.delivery import Delivery, Gap, ingest
+from kvtui.live.delivery import Delivery, Gap, Scraped, ingest
 from kvtui.live.describe import describe, is_removal
 from kvtui.live.state import LiveState
 from kvtui.live.view import EngineRow, cluster_view, engine_rows, index_figures
@@ -40,7 +40,6 @@ class LiveRun:
         self.deliveries: list[Delivery] = []
         self.live = live  # more may arrive (a session), or this is all there is (a recording)
         self.following = live
-        self.capacities: dict[str, int] = {}  # engine -> GPU blocks, when its metrics say
         self.state = LiveState()
         self.position = 0
         self.generation = 0  # changes whenever the state is rebuilt (the block map redraws)
@@ -74,7 +73,7 @@ class LiveRun:
         return not self.live and self.position == len(self.deliveries)
 
     def view(self) -> ClusterView:
-        return cluster_view(self.state, self.now, self.position, self.capacities)
+        return cluster_view(self.state, self.now, self.position)
 
     def engines(self) -> list[EngineRow]:
         return engine_rows(self.state)
@@ -87,9 +86,15 @@ class LiveRun:
         return list(self.state.counts)
 
     def recent(self, n: int) -> list[tuple[float, str, str]]:
-        """The last `n` deliveries up to the position, oldest first: (time, engine, what it said)."""
-        shown = self.deliveries[max(0, self.position - n):self.position]
-        return [(d.at - self.start, d.engine, describe(d)) for d in shown]
+        """The last `n` deliveries up to the position but the metrics scrapes (the engines
+        table shows those), oldest first: (time, engine, what it said)."""
+        shown: list[Delivery] = []
+        for d in reversed(self.deliveries[:self.position]):
+            if len(shown) == n:
+                break
+            if not isinstance(d, Scraped):
+                shown.append(d)
+        return [(d.at - self.start, d.engine, describe(d)) for d in reversed(shown)]
 
     # ------------------------------------------------------------------ moving
     def step(self) -> Delivery | None:

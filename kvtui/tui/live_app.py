@@ -27,6 +27,16 @@ LOG_LINES = 200  # the most recent batches the log keeps on screen
 WIDE = 120
 
 
+def metrics_line(name: str, f) -> str:
+    """What an engine's last /metrics scrape said (vLLM's names: kvtui/live/metrics.py)."""
+    if f.error:
+        return f"{name[:14]}: metrics unreachable ({f.error})"
+    usage = "-" if f.kv_usage is None else f"{100 * f.kv_usage:.0f}%"
+    hits = "-" if f.hit_rate is None else f"{100 * f.hit_rate:.0f}%"
+    return (f"{name[:14]}: kv {usage} of {f.num_gpu_blocks or '?'} blocks, running {f.running}, "
+            f"waiting {f.waiting}, prefix hits {hits} of tokens")
+
+
 class LiveBlockMap(BlockMap):
     """The simulation's block map over real engines: owners are prefixes (no scenario groups),
     and the label says what KV events can tell: blocks held, of how many."""
@@ -172,7 +182,8 @@ class LiveApp(App[None]):
             lines.append(f"{e.name[:14]:<14} {e.gpu:>6} {e.offloaded:>5} {e.stored:>7} {e.removed:>7} "
                          f"{e.batches:>7} {e.gaps:>4} {e.malformed:>3}" + (f" orphans {e.orphans}" if e.orphans else ""))
         lines.append(f"index: {keys:,} keys, {shared:,} on more than one engine")
-        return "\n".join(lines)
+        metrics = [metrics_line(e.name, e.figures) for e in self.runner.engines() if e.figures is not None]
+        return "\n".join(lines + metrics)
 
     def log_text(self) -> str:
         rows = self.runner.recent(LOG_LINES)

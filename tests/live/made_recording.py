@@ -1,6 +1,7 @@
 """A small, fixed recording for the live app's tests: two engines with small pools running a
 shared-prefix workload, each request's KV events one tagged-map batch (vLLM 0.33.0's form),
-received at fixed times, with one gap and one malformed message on the way.
+received at fixed times, with one gap and one malformed message on the way, and a scrape of
+one engine's /metrics (its pool a little larger than it ever filled, so the map shows free cells).
 
 The frames are made here rather than by vLLM's publisher so the app's snapshots and step /
 seek tests run everywhere with fixed bytes; that kvtui reads what the real publishers send is
@@ -15,7 +16,8 @@ from collections import OrderedDict
 
 import msgpack
 
-from kvtui.live.delivery import Delivery, Gap, Received, Watching
+from kvtui.live.delivery import Delivery, Gap, Received, Scraped, Watching
+from kvtui.live.metrics import EngineFigures
 
 BS = 4
 ENGINES = ("vllm-a", "vllm-b")
@@ -66,4 +68,5 @@ def made_recording(requests: int = 120, blocks: int = 40, seed: int = 3) -> list
         out.append(Received(name, at, _frames(seqs[name], pools[name].run(tokens))))
         seqs[name] += 1
     out.insert(len(out) // 3, Received(ENGINES[0], out[len(out) // 3].at, (b"", b"\x01")))
+    out.insert(3, Scraped(ENGINES[1], out[2].at, EngineFigures(blocks + 8, BS, 0.1, 1, 0, 64, 16)))
     return out

@@ -113,6 +113,7 @@ def test_an_engine_on_the_command_line_takes_the_file_fields():
     ("a=http://h:5557", "is not a ZMQ endpoint"),
     ("a=tcp://h:5557,colour=red", "is not FIELD=VALUE"),
     ("a=tcp://h:5557,data_parallel_size=0", "from 1 to 256"),
+    ("a=tcp://h:5557,metrics=h:8000/metrics", "is not an http:// or https:// URL"),
 ])
 def test_a_bad_engine_argument_exits_2_with_what_is_wrong(argument, message, capsys):
     assert cli_main(["live", "--engine", argument, "--no-ui", "--duration", "1"]) == 2
