@@ -30,10 +30,10 @@ WIDE = 120
 def metrics_line(name: str, f) -> str:
     """What an engine's last /metrics scrape said (vLLM's names: kvtui/live/metrics.py)."""
     if f.error:
-        return f"{name[:14]}: metrics unreachable ({f.error})"
+        return f"{fit_name(name, 12)}: metrics unreachable ({f.error})"
     usage = "-" if f.kv_usage is None else f"{100 * f.kv_usage:.0f}%"
     hits = "-" if f.hit_rate is None else f"{100 * f.hit_rate:.0f}%"
-    return (f"{name[:14]}: kv {usage} of {f.num_gpu_blocks or '?'} blocks, running {f.running}, "
+    return (f"{fit_name(name, 12)}: kv {usage} of {f.num_gpu_blocks or '?'} blocks, running {f.running}, "
             f"waiting {f.waiting}, prefix hits {hits} of tokens")
 
 
@@ -77,10 +77,10 @@ class LiveApp(App[None]):
     .-narrow #left { height: auto; }
     .-narrow #right { height: 1fr; }
     .-wide #main { layout: horizontal; }
-    .-wide #left { width: 55%; }
-    .-wide #right { width: 45%; border-left: vkey $panel; }
+    .-wide #left { width: 1fr; }
+    .-wide #right { width: 62; border-left: vkey $panel; }
     #engines { height: auto; padding: 0 1; }
-    #log { height: 1fr; padding: 0 1; color: $text-muted; }
+    #log { height: 1fr; padding: 0 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     BlockMap > .blockmap--label { color: $text-muted; }
     BlockMap > .blockmap--name { text-style: bold; }
     """
@@ -107,6 +107,7 @@ class LiveApp(App[None]):
         self.playing = False  # a recording playing back (live: `run.following`)
         self.speed = 1.0
         self._play_from: tuple[float, float] | None = None  # (wall, run time) when play began
+        self._shown: tuple | None = None  # what the table and the log were drawn for
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(DEFAULT_VARIABLES)
@@ -158,11 +159,16 @@ class LiveApp(App[None]):
         return self.runner.deliveries[self.runner.position].at - self.runner.start
 
     def refresh_panels(self) -> None:
+        """Redraw what changed: the table and the log only when the position or what was
+        received moved (the log decodes its batches), the header every frame (its clock)."""
         self.query_one("#status", Static).update(self.status_text())
         self.query_one("#status").set_class(self.playing or self.runner.following, "-playing")
         self.query_one(LiveBlockMap).tick()
-        self.query_one("#engines", Static).update(self.engines_text())
-        self.query_one("#log", Static).update(self.log_text())
+        shown = (self.runner.position, self.runner.generation, self.size.width)
+        if shown != self._shown:
+            self._shown = shown
+            self.query_one("#engines", Static).update(self.engines_text())
+            self.query_one("#log", Static).update(self.log_text())
 
     # ------------------------------------------------------------------ text
     def status_text(self) -> str:
@@ -177,9 +183,9 @@ class LiveApp(App[None]):
 
     def engines_text(self) -> str:
         keys, shared = self.runner.index_figures()
-        lines = [f"{'engine':<14} {'gpu':>6} {'cpu+':>5} {'stored':>7} {'removed':>7} {'batches':>7} gaps bad"]
+        lines = [f"{'engine':<12} {'gpu':>5} {'cpu+':>4} {'stored':>7} {'removed':>7} {'batches':>7} gaps bad"]
         for e in self.runner.engines():
-            lines.append(f"{e.name[:14]:<14} {e.gpu:>6} {e.offloaded:>5} {e.stored:>7} {e.removed:>7} "
+            lines.append(f"{fit_name(e.name, 12):<12} {e.gpu:>5} {e.offloaded:>4} {e.stored:>7} {e.removed:>7} "
                          f"{e.batches:>7} {e.gaps:>4} {e.malformed:>3}" + (f" orphans {e.orphans}" if e.orphans else ""))
         lines.append(f"index: {keys:,} keys, {shared:,} on more than one engine")
         metrics = [metrics_line(e.name, e.figures) for e in self.runner.engines() if e.figures is not None]
