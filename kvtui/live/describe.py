@@ -31,7 +31,9 @@ def describe(delivery: Delivery) -> str:
 
 
 def _changes(events) -> str:
-    stored, removed, cleared = Counter(), Counter(), 0
+    stored: Counter[str] = Counter()
+    removed: Counter[str] = Counter()
+    cleared = 0
     for e in events:
         match e:
             case BlockStored(block_hashes=h, medium=m):

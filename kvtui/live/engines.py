@@ -132,7 +132,7 @@ def engine_from_argument(text: str) -> Engine:
     (as `--engine: message`) when it is not one."""
     name, sep, rest = text.partition("=")
     kv_events, *extra = rest.split(",")
-    fields = {"name": name.strip(), "kv_events": kv_events.strip()}
+    fields: dict = {"name": name.strip(), "kv_events": kv_events.strip()}
     problems = [] if sep and name.strip() else [f"{text!r} is not NAME=ENDPOINT"]
     for item in extra:
         key, eq, value = (part.strip() for part in item.partition("="))

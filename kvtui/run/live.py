@@ -12,7 +12,7 @@ node names, the clock, positions and their times, step, back, goto, goto_time an
 journal, metrics and facts of a simulated run need requests and routing decisions, which come
 with route mode (issue 21's next part); until then the app for live data draws its own panels.
 Going back rebuilds from the nearest checkpoint (a copy of the state every CHECKPOINT_EVERY
-deliveries), so a step back costs at most that many ingests.
+deliveries, thinned as a session grows: see `_thin`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from kvtui.live.state import LiveState
 from kvtui.live.view import EngineRow, cluster_view, engine_rows, index_figures
 from kvtui.views import ClusterView
 
-CHECKPOINT_EVERY = 256
+CHECKPOINT_EVERY = 256  # deliveries between copies of the state, at first
+MAX_CHECKPOINTS = 64
 
 SEEKS: dict[str, Callable[[Delivery], bool]] = {
     "removal": is_removal,
@@ -44,6 +45,7 @@ class LiveRun:
         self.position = 0
         self.generation = 0  # changes whenever the state is rebuilt (the block map redraws)
         self._checkpoints: dict[int, LiveState] = {0: LiveState()}
+        self._every = CHECKPOINT_EVERY
         for d in deliveries:
             self.receive(d)
 
@@ -103,9 +105,19 @@ class LiveRun:
         delivery = self.deliveries[self.position]
         ingest(self.state, delivery)
         self.position += 1
-        if self.position % CHECKPOINT_EVERY == 0:
-            self._checkpoints.setdefault(self.position, copy.deepcopy(self.state))
+        if self.position % self._every == 0 and self.position not in self._checkpoints:
+            self._checkpoints[self.position] = copy.deepcopy(self.state)
+            self._thin()
         return delivery
+
+    def _thin(self) -> None:
+        """At most MAX_CHECKPOINTS copies of the state (a real engine's holds its whole pool):
+        past that, every other one goes and the spacing doubles, so a long session's memory
+        stays bounded and a step back costs at most about its length / MAX_CHECKPOINTS ingests."""
+        if len(self._checkpoints) <= MAX_CHECKPOINTS:
+            return
+        self._every *= 2
+        self._checkpoints = {p: c for p, c in self._checkpoints.items() if p % self._every == 0}
 
     def back(self) -> Delivery | None:
         if self.position == 0:

@@ -87,7 +87,7 @@ class LiveApp(App[None]):
     BINDINGS = [
         Binding("space", "toggle_play", "Play/Pause"),
         Binding("s", "step", "Step"),
-        Binding("b", "back", "Back"),
+        Binding("b", "step_back", "Back"),
         Binding("e", "seek('removal')", "eviction"),
         Binding("m", "seek('gap')", "gap"),
         Binding("home", "start", "Start", show=False),
@@ -106,7 +106,7 @@ class LiveApp(App[None]):
         self.runner, self.session, self.label, self.fps = run, session, title, fps
         self.playing = False  # a recording playing back (live: `run.following`)
         self.speed = 1.0
-        self._play_from: tuple[float, float] | None = None  # (wall, run time) when play began
+        self._play_from = (0.0, 0.0)  # (wall, run time) when play began
         self._shown: tuple | None = None  # what the table and the log were drawn for
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -216,7 +216,7 @@ class LiveApp(App[None]):
         self.runner.step()
         self._moved()
 
-    def action_back(self) -> None:
+    def action_step_back(self) -> None:
         self.runner.back()
         self._moved()
 

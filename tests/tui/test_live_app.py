@@ -63,6 +63,19 @@ def test_back_and_goto_rebuild_the_picture_stepping_forward_made():
     assert moved.position == 0 and moved.engines() == []
 
 
+def test_checkpoints_stay_bounded_and_back_still_rebuilds(monkeypatch):
+    monkeypatch.setattr("kvtui.run.live.CHECKPOINT_EVERY", 4)
+    monkeypatch.setattr("kvtui.run.live.MAX_CHECKPOINTS", 5)
+    deliveries = made_recording(requests=100)
+    run, pictures = LiveRun(deliveries), {}
+    while run.step() is not None:
+        pictures[run.position] = _picture(run)
+        assert len(run._checkpoints) <= 5
+    for p in (97, 50, 33, 3):
+        run.goto(p)
+        assert _picture(run) == pictures[p], p
+
+
 def test_seek_lands_on_the_next_removal_and_gap():
     run = LiveRun(made_recording())
     removal = run.seek("removal")
@@ -129,3 +142,24 @@ async def _play_to_the_end() -> None:
                 break
         assert app.runner.ended and not app.playing
         assert "■ ended" in app.status_text()
+
+
+def test_random_keys_while_playing_never_crash():
+    """Every key of the live app, pressed at random while a recording plays (seeded)."""
+    asyncio.run(_random_keys())
+
+
+async def _random_keys() -> None:
+    import random
+
+    rng = random.Random(21)
+    keys = ["space", "s", "b", "e", "m", "home", "end", "plus", "minus", "t", "left", "tab", "x"]
+    app = LiveApp(LiveRun(made_recording(requests=60)), "replay", theme="dark", fps=30)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("plus", "plus", "plus", "space")
+        for _ in range(200):
+            await pilot.press(rng.choice(keys))
+        await pilot.pause(0.1)
+        run = app.runner
+        assert 0 <= run.position <= len(run.deliveries)
+        assert app.return_code is None
