@@ -29,6 +29,7 @@ def _headless(engines, recorder, args) -> int:
     from kvtui.live.session import LiveSession, summary_lines
 
     session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout)
+    _route(session, engines, args)
     try:
         session.run_for(args.duration)
     finally:
@@ -45,11 +46,28 @@ def _app(engines, recorder, args, argv: list[str]) -> int:
 
     run = LiveRun(live=True)
     session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout, listener=run.receive)
+    _route(session, engines, args)
     app = LiveApp(run, f"live {args.engines or ', '.join(e.name for e in engines)}", session=session, theme=args.theme, duration=args.duration)
     try:
         return run_app(app, argv)
     finally:
         session.close()
+
+
+def _route(session, engines, args) -> None:
+    """Route mode: the proxy joins the session as one more source of deliveries."""
+    if args.route is None:
+        return
+    from kvtui.live.proxy import RouteProxy
+    from kvtui.live.routing import LiveRouter
+
+    host, _, port = args.listen.rpartition(":")
+    try:
+        proxy = RouteProxy(host, int(port), LiveRouter(args.route, engines), session)
+    except OSError as e:
+        session.close()
+        raise UsageError(f"kvtui live: cannot listen on {args.listen}: {e}") from None
+    session.sources.append(proxy)
 
 
 def _engines(args) -> list:
@@ -77,8 +95,26 @@ def _check(args) -> None:
         if not stdin_is_terminal():
             raise UsageError("kvtui live: the app needs a terminal, and stdin is not one; "
                              "headless: kvtui live ENGINES.yaml --no-ui --duration S")
+    _check_route(args)
     if not 0 < args.replay_timeout <= 60:
         raise UsageError("kvtui live: --replay-timeout must be more than 0 and at most 60 seconds")
+
+
+def _check_route(args) -> None:
+    if args.route is None:
+        if args.listen is not None:
+            raise UsageError("kvtui live: --listen goes with --route POLICY")
+        return
+    from kvtui.cli.common import check_policy
+    from kvtui.live.routing import LEARNING
+
+    check_policy(args.route)
+    if args.route in LEARNING:
+        raise UsageError(f"kvtui live: --route {args.route} learns from simulation events, which real engines do not send")
+    args.listen = args.listen or "127.0.0.1:8000"
+    host, sep, port = args.listen.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"kvtui live: --listen {args.listen!r} is not HOST:PORT")
 
 
 def _parser() -> Parser:
@@ -94,5 +130,8 @@ def _parser() -> Parser:
     p.add_argument("--record", metavar="DIR", help="record every received batch into a new WAL directory")
     p.add_argument("--replay-timeout", type=float, default=2.0, metavar="S",
                    help="seconds to wait for an engine's replay socket to answer (default 2)")
+    p.add_argument("--route", metavar="POLICY", help="route mode: an OpenAI-compatible proxy that routes with "
+                   "kvtui's POLICY over the live index (engines need an `api` URL)")
+    p.add_argument("--listen", metavar="HOST:PORT", help="where route mode listens (default 127.0.0.1:8000)")
     p.add_argument("--theme", help="colour theme of the app (kvtui/tui/themes/)")
     return p

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kvtui.live.delivery import Delivery, Gap, Received, Scraped, Watching
+from kvtui.live.delivery import Delivery, Gap, Received, Scraped, Served, Watching
 from kvtui.live.wire import AllBlocksCleared, BlockRemoved, BlockStored, Malformed, decode_message
 
 
@@ -25,9 +25,20 @@ def describe(delivery: Delivery) -> str:
             return f"gap: {n} batch{'es' if n != 1 else ''} from seq {first} lost (replay could not return them)"
         case Watching():
             return "watching"
+        case Served():
+            return served_line(delivery)
         case Scraped(figures=f):
             return f"metrics: {f.error}" if f.error else f"metrics: running {f.running} waiting {f.waiting} kv {f.kv_usage}"
     raise TypeError(f"not a delivery: {delivery!r}")
+
+
+def served_line(s: Served) -> str:
+    """A routed request: where it went, what the index promised, what hit, why the rest missed."""
+    f = s.forensics
+    why = ", ".join(f"{cause} {n}" for cause, n in f.causes)
+    ttft = "" if s.ttft_s is None else f", ttft {s.ttft_s * 1000:.0f} ms"
+    return (f"{s.request} -> {s.engine}: promised {f.promised}/{f.prompt_blocks}, hit {f.hit}, "
+            f"missed {f.missed}" + (f" ({why})" if why else "") + ttft)
 
 
 def _changes(events) -> str:

@@ -15,7 +15,7 @@ keys yet: every engine is taken to serve one base model.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +23,12 @@ import numpy as np
 from kvtui.live.metrics import EngineFigures
 from kvtui.live.slots import UNKNOWN_OWNER, SlotMap
 from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
+from kvtui.sim.router.index import KVIndex
 from kvtui.sim.workload.hashing import chain_keys
+
+EVICTIONS_KEPT = 1_000_000
+SERVED_KEPT = 10_000
+_TIER = {"GPU": "gpu", "CPU": "cpu", "STORAGE": "cpu"}  # the index's tiers: offloaded blocks score as CPU
 
 
 @dataclass
@@ -66,6 +71,9 @@ class LiveState:
         self.blocks: dict[str, EngineBlocks] = {}
         self.index: dict[int, set[tuple[str, str]]] = defaultdict(set)
         self.figures: dict[str, EngineFigures] = {}  # each engine's last scrape of its /metrics
+        self.evicted: dict[tuple[str, int], int] = {}  # (engine, key) -> seq of the batch that removed it
+        self.kv_index = KVIndex()
+        self.served: deque = deque(maxlen=SERVED_KEPT)  # route mode's last requests (delivery.Served)  # the same keys as `index`, as the simulation's router asks them (route mode)
 
     def engine(self, name: str) -> EngineCounts:
         if name not in self.counts:
@@ -80,7 +88,7 @@ class LiveState:
                 case BlockStored():
                     self._stored(name, event)
                 case BlockRemoved():
-                    self._removed(name, event)
+                    self._removed(name, event, batch.seq)
                 case AllBlocksCleared():
                     self._cleared(name)
 
@@ -98,6 +106,7 @@ class LiveState:
         for engine_hash, key in zip(e.block_hashes, keys):
             blocks.by_medium[e.medium][engine_hash] = key
             self.index[key].add((name, e.medium))
+        self.kv_index.add(name, keys, _TIER[e.medium])
 
     @staticmethod
     def _place(blocks: EngineBlocks, e: BlockStored, owner: str) -> None:
@@ -105,7 +114,7 @@ class LiveState:
             for engine_hash in e.block_hashes:
                 blocks.gpu_cells.place(engine_hash, owner)
 
-    def _removed(self, name: str, e: BlockRemoved) -> None:
+    def _removed(self, name: str, e: BlockRemoved, seq: int) -> None:
         counts, held = self.counts[name], self.blocks[name].by_medium[e.medium]
         counts.removed += len(e.block_hashes)
         for engine_hash in e.block_hashes:
@@ -116,6 +125,8 @@ class LiveState:
                 counts.unknown_removed += 1
             else:
                 self._unindex(key, (name, e.medium))
+                self.kv_index.remove(name, (key,), _TIER[e.medium])
+                self._remember_eviction(name, key, seq)
 
     def _cleared(self, name: str) -> None:
         self.counts[name].cleared += 1
@@ -124,6 +135,15 @@ class LiveState:
                 self._unindex(key, (name, medium))
             held.clear()
         self.blocks[name].gpu_cells.clear()
+        self.kv_index.clear(name)
+
+    def _remember_eviction(self, name: str, key: int, seq: int) -> None:
+        """Which batch removed `key` from `name` last (miss forensics: evicted on the chosen
+        engine), the most recent EVICTIONS_KEPT of them."""
+        self.evicted.pop((name, key), None)
+        self.evicted[(name, key)] = seq
+        if len(self.evicted) > EVICTIONS_KEPT:
+            del self.evicted[next(iter(self.evicted))]
 
     def _unindex(self, key: int, holder: tuple[str, str]) -> None:
         holders = self.index.get(key)

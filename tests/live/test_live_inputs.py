@@ -128,3 +128,14 @@ def test_live_needs_an_engine_and_each_name_once(tmp_path, capsys):
     f.write_text("engines:\n  - name: a\n    kv_events: tcp://127.0.0.1:1\n")
     assert cli_main(["live", str(f), "--engine", "a=tcp://127.0.0.1:2", "--no-ui", "--duration", "1"]) == 2
     assert "named twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--route", "cache_awre"], "did you mean"),
+    (["--route", "predicted_latency"], "learns from simulation events"),
+    (["--route", "cache_aware", "--listen", "8000"], "is not HOST:PORT"),
+    (["--listen", "127.0.0.1:8000"], "--listen goes with --route"),
+])
+def test_route_mode_arguments_are_checked(extra, message, capsys):
+    assert cli_main(["live", "--engine", "a=tcp://127.0.0.1:1", "--no-ui", "--duration", "1", *extra]) == 2
+    assert message in capsys.readouterr().err
