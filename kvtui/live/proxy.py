@@ -113,9 +113,13 @@ def _handler(proxy: RouteProxy):
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             try:
                 body = json.loads(raw)
-                tokens = _tokenize(proxy.any_api(), body)
-            except (ValueError, OSError, KeyError, TypeError) as e:
-                return self._error(400, f"could not read or tokenize the request: {e}")
+                ask = _tokenize_body(body)
+            except (ValueError, KeyError, TypeError) as e:
+                return self._error(400, f"not a completion request: {e}")
+            try:
+                tokens = _tokenize(proxy.any_api(), ask)
+            except (ValueError, OSError, KeyError) as e:
+                return self._error(502, f"the engine could not tokenize it: {e}")
             routed = proxy.decide(body, tokens)
             engine = routed.decision.node
             if engine is None:
@@ -152,11 +156,16 @@ def _handler(proxy: RouteProxy):
     return Handler
 
 
-def _tokenize(api: str | None, body: dict) -> list[int]:
-    if api is None:
-        raise KeyError("no engine has an api URL to tokenize with")
+def _tokenize_body(body: dict) -> dict:
+    """What vLLM's /tokenize takes for this request: its prompt, or a chat's messages."""
     ask = {"model": body.get("model")}
     ask.update({"messages": body["messages"]} if "messages" in body else {"prompt": body["prompt"]})
+    return ask
+
+
+def _tokenize(api: str | None, ask: dict) -> list[int]:
+    if api is None:
+        raise KeyError("no engine has an api URL to tokenize with")
     request = urllib.request.Request(api + "/tokenize", data=json.dumps(ask).encode(),
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:

@@ -51,8 +51,7 @@ class LiveRouter:
         if policy in LEARNING:
             raise ValueError(f"policy {policy!r} learns from simulation events, which route mode has not")
         self.policy_name, self.policy = policy, make_policy(policy)
-        self.engines = [e for e in engines if e.data_parallel_size == 1] + \
-            [r for e in engines if e.data_parallel_size > 1 for r in e.ranks()]
+        self.engines = [rank for e in engines for rank in e.ranks()]  # a data-parallel rank is a candidate
         self.rng = np.random.default_rng(seed)
         self.sessions: dict[str, str] = {}
 

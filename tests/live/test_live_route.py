@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -142,3 +143,21 @@ def _wait(condition, seconds: float = 10.0) -> None:
         if time.monotonic() > deadline:
             pytest.fail("timed out")
         time.sleep(0.02)
+
+
+@pytest.mark.parametrize("body, status", [(b"{not json", 400), (b'{"model": "m"}', 400),
+                                          (b'{"model": "m", "prompt": "1 2"}', 502)])
+def test_a_bad_request_is_400_and_an_engine_that_cannot_tokenize_is_502(body, status):
+    engine = Engine("e0", f"tcp://127.0.0.1:{vp.free_port()}", api=f"http://127.0.0.1:{vp.free_port()}")
+    session = LiveSession([engine])
+    proxy = RouteProxy("127.0.0.1", vp.free_port(), LiveRouter("least_loaded", [engine]), session)
+    request = urllib.request.Request(f"http://127.0.0.1:{proxy.address[1]}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == status
+        assert json.loads(refused.value.read())["error"]["type"] == "kvtui_route"
+    finally:
+        proxy.close()
+        session.close()
