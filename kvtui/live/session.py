@@ -36,6 +36,8 @@ class LiveSession:
             for e in ranks]
         for e in ranks:
             self.deliver(Watching(e.name, clock()))
+        for s in self.subscribers:
+            s.catch_up()
         self.scraper = Scraper(ranks, clock)
         self.sources: list = [self.scraper]  # more producers of deliveries (route mode's proxy)
         self.poller = zmq.Poller()
