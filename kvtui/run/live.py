@@ -9,8 +9,9 @@ position stays; stepping back or seeking moves over what was received, as in a r
 
 It offers the parts of `RunSource` / `Navigable` (source.py) that KV events can feed: views,
 node names, the clock, positions and their times, step, back, goto, goto_time and seek. The
-journal, metrics and facts of a simulated run need requests and routing decisions, which come
-with route mode (issue 21's next part); until then the app for live data draws its own panels.
+journal, metrics and facts of a simulated run are built from simulated requests; route mode's
+requests reach the live state as `Served` deliveries (kvtui/live/proxy.py), which the app shows
+in its log, so the app for live data draws its own panels until they feed a Journal too.
 Going back rebuilds from the nearest checkpoint (a copy of the state every CHECKPOINT_EVERY
 deliveries, thinned as a session grows: see `_thin`).
 """

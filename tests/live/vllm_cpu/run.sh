@@ -35,14 +35,16 @@ done
 until grep -q "Application startup complete" "$WORK/engine0.log" && grep -q "Application startup complete" "$WORK/engine1.log"; do sleep 5; done
 PY="$ROOT/.venv/bin/python"
 "$PY" "$HERE/raw_sub.py" 300 cpu-0 tcp://127.0.0.1:18200 cpu-1 tcp://127.0.0.1:18201 > "$WORK/raw.out" &
+RAW=$!
 sleep 3
 "$PY" "$HERE/client.py" http://127.0.0.1:18100 10 --direct   # before kvtui joins
 rm -rf "$WORK/e2e.rec"
 "$PY" -m kvtui live "$HERE/engines.yaml" --route cache_aware --listen 127.0.0.1:18000 --no-ui --duration 240 \
   --record "$WORK/e2e.rec" > "$WORK/kvtui.out" &
+KVTUI=$!
 sleep 5
 "$PY" "$HERE/client.py" http://127.0.0.1:18000 200
-wait
+wait "$KVTUI" "$RAW"
 cat "$WORK/kvtui.out" "$WORK/raw.out"
 "$PY" -m kvtui replay "$WORK/e2e.rec" --no-ui
 for i in 0 1; do kill "$(cat "$WORK/engine$i.pid")"; done
