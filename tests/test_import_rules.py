@@ -25,8 +25,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kvtui.scenario",),
     ("kvtui.store",),
     ("kvtui.sim",),
+    ("kvtui.live",),  # real engines' KV events, below the run layer that shows them (run/live.py)
     ("kvtui.run",),
-    ("kvtui.live",),
     ("kvtui.report", "kvtui.sweep"),
     ("kvtui.tui",),
     ("kvtui.cli", "kvtui.__main__"),

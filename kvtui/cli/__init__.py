@@ -35,8 +35,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "profiles": ("kvtui.cli.profiles:main", "profiles [SCENARIO]", "hardware and model profiles with their sources"),
     "sweep": ("kvtui.cli.sweep:main", "sweep SCENARIO... --grid K=V", "scenarios x grid x policies x seeds, in parallel (local or Ray), to JSON Lines"),
     "plot": ("kvtui.cli.plot:main", "plot FILE --x KEY --y METRIC", "a sweep's results as a line chart (terminal, --out SVG/PNG)"),
-    "live": ("kvtui.cli.live:main", "live ENGINES.yaml --no-ui --duration S", "watch real engines' KV events (vLLM, Dynamo); --record DIR"),
-    "replay": ("kvtui.cli.replay:main", "replay DIR --no-ui", "a live recording's per-engine figures"),
+    "live": ("kvtui.cli.live:main", "live ENGINES.yaml", "watch real engines' KV events (vLLM, Dynamo) in the app; --engine N=tcp://.., --record DIR, --no-ui --duration S"),
+    "replay": ("kvtui.cli.replay:main", "replay DIR", "a live recording in the app with step and seek; --no-ui: its figures"),
     "wal": ("kvtui.cli.wal:main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
 }
 

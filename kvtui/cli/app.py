@@ -38,6 +38,11 @@ def main(argv: list[str]) -> int:
         app = make_compare_app(scenario, args.vs, seed=args.seed, policy=args.policy, theme=args.theme)
     else:
         app = make_app(scenario, seed=args.seed, policy=args.policy, theme=args.theme)
+    return run_app(app, argv)
+
+
+def run_app(app, argv: list[str]) -> int:
+    """Run a Textual app to its end; a crash is reported (crash.py), not a traceback."""
     try:
         app.run()
     except Exception as e:  # noqa: BLE001 - raised before Textual could catch it: still a crash

@@ -1,8 +1,11 @@
-"""`kvtui live ENGINES_FILE --no-ui --duration S [--record DIR]`: watch real engines' KV events.
+"""`kvtui live ENGINES_FILE [--engine NAME=ENDPOINT ...] [--record DIR]`: watch real engines' KV events in the app.
 
-Headless for now (the app screen over live data is issue 21's next part): it subscribes to
-every engine of the file for S seconds, then prints one line per engine with the blocks stored
-and removed, the batches received, the gaps replay could not fill and the malformed messages.
+Engines come from the file, from `--engine` (repeatable), or both.
+
+With `--no-ui --duration S` it is headless: it subscribes to every engine of the file for S
+seconds, then prints one line per engine with the blocks stored and removed, the batches
+received, the gaps replay could not fill and the malformed messages. Without `--no-ui` it opens
+the live app (kvtui/tui/live_app.py) until quit, or for S seconds when `--duration` is given.
 """
 
 from __future__ import annotations
@@ -11,15 +14,22 @@ from kvtui.cli.common import Parser, UsageError
 
 
 def main(argv: list[str]) -> int:
-    from kvtui.live.engines import load_engines
     from kvtui.live.recording import Recorder
-    from kvtui.live.session import LiveSession, summary_lines
 
     args = _parser().parse_args(argv)
     _check(args)
-    engines = load_engines(args.engines)
-    session = LiveSession(engines, Recorder(args.record) if args.record else None,
-                          replay_timeout=args.replay_timeout)
+    engines = _engines(args)
+    recorder = Recorder(args.record) if args.record else None
+    if args.no_ui:
+        return _headless(engines, recorder, args)
+    return _app(engines, recorder, args, argv)
+
+
+def _headless(engines, recorder, args) -> int:
+    from kvtui.live.session import LiveSession, summary_lines
+
+    session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout)
+    _route(session, engines, args)
     try:
         session.run_for(args.duration)
     finally:
@@ -28,22 +38,100 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _app(engines, recorder, args, argv: list[str]) -> int:
+    from kvtui.cli.app import run_app
+    from kvtui.live.session import LiveSession
+    from kvtui.run.live import LiveRun
+    from kvtui.tui.live_app import LiveApp
+
+    run = LiveRun(live=True)
+    session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout, listener=run.receive)
+    _route(session, engines, args)
+    app = LiveApp(run, f"live {args.engines or ', '.join(e.name for e in engines)}", session=session, theme=args.theme, duration=args.duration)
+    try:
+        return run_app(app, argv)
+    finally:
+        session.close()
+
+
+def _route(session, engines, args) -> None:
+    """Route mode: the proxy joins the session as one more source of deliveries."""
+    if args.route is None:
+        return
+    from kvtui.live.proxy import RouteProxy
+    from kvtui.live.routing import LiveRouter
+
+    host, _, port = args.listen.rpartition(":")
+    try:
+        proxy = RouteProxy(host, int(port), LiveRouter(args.route, engines), session)
+    except OSError as e:
+        session.close()
+        raise UsageError(f"kvtui live: cannot listen on {args.listen}: {e}") from None
+    session.sources.append(proxy)
+
+
+def _engines(args) -> list:
+    """The engines of the file, then those of `--engine`, each name once."""
+    from kvtui.live.engines import engine_from_argument, load_engines
+
+    engines = (load_engines(args.engines) if args.engines else []) + [engine_from_argument(a) for a in args.engine]
+    names = [e.name for e in engines]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"kvtui live: engine {twice[0]!r} is named twice (engines file and --engine together)")
+    return engines
+
+
 def _check(args) -> None:
+    if not args.engines and not args.engine:
+        raise UsageError("kvtui live: name the engines: an engines file, or --engine NAME=tcp://HOST:PORT (repeatable)")
+    if args.duration is not None and not 0 < args.duration <= 7 * 86400:
+        raise UsageError("kvtui live: --duration S must be more than 0 seconds and at most a week")
+    if args.no_ui and args.duration is None:
+        raise UsageError("kvtui live: --duration S (seconds) is required with --no-ui")
     if not args.no_ui:
-        raise UsageError("kvtui live: the live app screen is not built yet; run with --no-ui")
-    if args.duration is None or not 0 < args.duration <= 7 * 86400:
-        raise UsageError("kvtui live: --duration S (seconds, more than 0, at most a week) is required with --no-ui")
+        from kvtui.cli.app import stdin_is_terminal
+
+        if not stdin_is_terminal():
+            raise UsageError("kvtui live: the app needs a terminal, and stdin is not one; "
+                             "headless: kvtui live ENGINES.yaml --no-ui --duration S")
+    _check_route(args)
     if not 0 < args.replay_timeout <= 60:
         raise UsageError("kvtui live: --replay-timeout must be more than 0 and at most 60 seconds")
 
 
+def _check_route(args) -> None:
+    if args.route is None:
+        if args.listen is not None:
+            raise UsageError("kvtui live: --listen goes with --route POLICY")
+        return
+    from kvtui.cli.common import check_policy
+    from kvtui.live.routing import LEARNING
+
+    check_policy(args.route)
+    if args.route in LEARNING:
+        raise UsageError(f"kvtui live: --route {args.route} learns from simulation events, which real engines do not send")
+    args.listen = args.listen or "127.0.0.1:8000"
+    host, sep, port = args.listen.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"kvtui live: --listen {args.listen!r} is not HOST:PORT")
+
+
 def _parser() -> Parser:
     p = Parser(prog="kvtui live", description="Subscribe to real engines' KV events (vLLM's ZMQ "
-               "publisher, or Dynamo's mocker) and print what each published.")
-    p.add_argument("engines", metavar="ENGINES.yaml", help="engines: [{name, kv_events, replay, metrics, api}]")
+               "publisher, or Dynamo's mocker) and show them in the app, or print what each published.")
+    p.add_argument("engines", metavar="ENGINES.yaml", nargs="?",
+                   help="engines: [{name, kv_events, replay, metrics, api}] (or --engine)")
+    p.add_argument("--engine", action="append", default=[], metavar="NAME=ENDPOINT[,replay=..]",
+                   help="an engine on the command line, besides or instead of the file: "
+                        "NAME=tcp://HOST:PORT, then ,replay=tcp://.. ,metrics=URL ,api=URL ,data_parallel_size=N")
     p.add_argument("--no-ui", action="store_true", help="headless: print one line per engine at the end")
-    p.add_argument("--duration", type=float, metavar="S", help="seconds to listen")
+    p.add_argument("--duration", type=float, metavar="S", help="seconds to listen (the app: until quit)")
     p.add_argument("--record", metavar="DIR", help="record every received batch into a new WAL directory")
     p.add_argument("--replay-timeout", type=float, default=2.0, metavar="S",
                    help="seconds to wait for an engine's replay socket to answer (default 2)")
+    p.add_argument("--route", metavar="POLICY", help="route mode: an OpenAI-compatible proxy that routes with "
+                   "kvtui's POLICY over the live index (engines need an `api` URL)")
+    p.add_argument("--listen", metavar="HOST:PORT", help="where route mode listens (default 127.0.0.1:8000)")
+    p.add_argument("--theme", help="colour theme of the app (kvtui/tui/themes/)")
     return p

@@ -1,7 +1,7 @@
-"""`kvtui replay DIR --no-ui`: a `kvtui live --record` recording's figures, from the recording.
+"""`kvtui replay DIR`: a `kvtui live --record` recording, in the app or (`--no-ui`) as figures.
 
-Every recorded delivery goes through the same `ingest` as live, so the lines are the ones the
-live session printed.
+Every recorded delivery goes through the same `ingest` as live, so the headless lines are the
+ones the live session printed, and the app shows what the live app showed at each batch.
 """
 
 from __future__ import annotations
@@ -10,23 +10,46 @@ from kvtui.cli.common import Parser, UsageError
 
 
 def main(argv: list[str]) -> int:
-    from kvtui.live.delivery import ingest
     from kvtui.live.recording import read_recording
-    from kvtui.live.session import summary_lines
-    from kvtui.live.state import LiveState
 
     args = _parser().parse_args(argv)
     if not args.no_ui:
-        raise UsageError("kvtui replay: the app screen over a recording is not built yet; run with --no-ui")
+        _need_terminal()
+    deliveries = read_recording(args.recording)
+    return _headless(deliveries) if args.no_ui else _app(deliveries, args, argv)
+
+
+def _headless(deliveries) -> int:
+    from kvtui.live.delivery import ingest
+    from kvtui.live.session import summary_lines
+    from kvtui.live.state import LiveState
+
     state = LiveState()
-    for delivery in read_recording(args.recording):
+    for delivery in deliveries:
         ingest(state, delivery)
     print("\n".join(summary_lines(state)))
     return 0
 
 
+def _app(deliveries, args, argv: list[str]) -> int:
+    from kvtui.cli.app import run_app
+    from kvtui.run.live import LiveRun
+    from kvtui.tui.live_app import LiveApp
+
+    return run_app(LiveApp(LiveRun(deliveries), f"replay {args.recording}", theme=args.theme), argv)
+
+
+def _need_terminal() -> None:
+    from kvtui.cli.app import stdin_is_terminal
+
+    if not stdin_is_terminal():
+        raise UsageError("kvtui replay: the app needs a terminal, and stdin is not one; "
+                         "headless: kvtui replay DIR --no-ui")
+
+
 def _parser() -> Parser:
-    p = Parser(prog="kvtui replay", description="Print a live recording's per-engine figures.")
+    p = Parser(prog="kvtui replay", description="Open a live recording in the app, or print its per-engine figures.")
     p.add_argument("recording", metavar="DIR", help="a directory written by `kvtui live --record`")
     p.add_argument("--no-ui", action="store_true", help="headless: print one line per engine")
+    p.add_argument("--theme", help="colour theme of the app (kvtui/tui/themes/)")
     return p

@@ -1,6 +1,7 @@
 """What a subscriber hands on: a received message, or a gap replay could not fill (and, once
 per engine at the start, that it is being watched, so an engine that never speaks still has its
-line in a replay).
+line in a replay); what a scrape of an engine's `/metrics` read (kvtui/live/scraper.py); and a
+request route mode served (kvtui/live/proxy.py).
 
 Both the live state and the recording consume the same deliveries in the same order, so a
 recording replayed through `ingest` rebuilds exactly the figures the live session printed.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvtui.live.forensics import Forensics
+from kvtui.live.metrics import EngineFigures
 from kvtui.live.state import LiveState
 from kvtui.live.wire import Malformed, decode_message
 
@@ -37,7 +40,29 @@ class Gap:
     missing: int  # batches
 
 
-Delivery = Watching | Received | Gap
+@dataclass(frozen=True)
+class Scraped:
+    engine: str
+    at: float
+    figures: EngineFigures
+
+
+@dataclass(frozen=True)
+class Served:
+    """A request route mode sent to `engine` (kvtui/live/proxy.py): the decision, the engine's
+    answer and the forensics of its misses."""
+
+    engine: str
+    at: float
+    request: str
+    reason: str
+    candidates: tuple[tuple[str, float, int, bool], ...]  # (engine, score, promised blocks, eligible)
+    forensics: Forensics
+    ttft_s: float | None
+    e2e_s: float
+
+
+Delivery = Watching | Received | Gap | Scraped | Served
 
 
 def ingest(state: LiveState, delivery: Delivery) -> None:
@@ -53,5 +78,9 @@ def ingest(state: LiveState, delivery: Delivery) -> None:
             state.apply(delivery.engine, batch)
         case Gap(missing=missing):
             counts.gaps += missing
+        case Scraped(figures=figures):
+            state.figures[delivery.engine] = figures
+        case Served():
+            state.served.append(delivery)
         case Watching():
             pass  # `state.engine` above gave it its counts

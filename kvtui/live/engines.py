@@ -98,30 +98,51 @@ def _engine(node: yaml.Node, file: str, problems: list) -> Engine | None:
             ok = False
         else:
             fields[key.value] = value.value.strip()
-    for name in REQUIRED:
-        if name not in fields:
-            problems.append((file, _line_of(node), f"engine is missing `{name}`"))
-            ok = False
+    wrong = field_problems(fields)
+    problems.extend((file, _line_of(node), message) for message in wrong)
+    return Engine(**fields) if ok and not wrong else None
+
+
+def field_problems(fields: dict) -> list[str]:
+    """What is wrong with one engine's fields (strings as given); `data_parallel_size` becomes
+    an int in place. The engines file and `--engine` share it."""
+    problems = [f"engine is missing `{name}`" for name in REQUIRED if name not in fields]
     for name in ("kv_events", "replay"):
         if name in fields and not _ENDPOINT.match(fields[name]):
-            problems.append((file, _line_of(node), f"`{name}` {fields[name]!r} is not a ZMQ endpoint "
-                             "(tcp://HOST:PORT or ipc://PATH)"))
-            ok = False
-    ok = _check_ranks(fields, node, file, problems) and ok
-    return Engine(**fields) if ok else None
+            problems.append(f"`{name}` {fields[name]!r} is not a ZMQ endpoint (tcp://HOST:PORT or ipc://PATH)")
+    for name in ("metrics", "api"):
+        if name in fields and not fields[name].startswith(("http://", "https://")):
+            problems.append(f"`{name}` {fields[name]!r} is not an http:// or https:// URL")
+    return problems + _rank_problems(fields)
 
 
-def _check_ranks(fields: dict, node: yaml.Node, file: str, problems: list) -> bool:
+def _rank_problems(fields: dict) -> list[str]:
     """`data_parallel_size`: an integer 1..256, and only over tcp endpoints (ports to offset)."""
     raw = fields.pop("data_parallel_size", "1")
     if not raw.isdigit() or not 1 <= int(raw) <= 256:
-        problems.append((file, _line_of(node), f"`data_parallel_size` {raw!r} must be an integer from 1 to 256"))
-        return False
+        return [f"`data_parallel_size` {raw!r} must be an integer from 1 to 256"]
     fields["data_parallel_size"] = int(raw)
     if int(raw) > 1 and not fields.get("kv_events", "tcp://").startswith("tcp://"):
-        problems.append((file, _line_of(node), "`data_parallel_size` above 1 needs tcp:// endpoints (one port per rank)"))
-        return False
-    return True
+        return ["`data_parallel_size` above 1 needs tcp:// endpoints (one port per rank)"]
+    return []
+
+
+def engine_from_argument(text: str) -> Engine:
+    """`--engine NAME=KV_EVENTS[,replay=..,metrics=..,api=..,data_parallel_size=N]`; InputError
+    (as `--engine: message`) when it is not one."""
+    name, sep, rest = text.partition("=")
+    kv_events, *extra = rest.split(",")
+    fields: dict = {"name": name.strip(), "kv_events": kv_events.strip()}
+    problems = [] if sep and name.strip() else [f"{text!r} is not NAME=ENDPOINT"]
+    for item in extra:
+        key, eq, value = (part.strip() for part in item.partition("="))
+        if not eq or key not in FIELDS[2:] or not value:
+            problems.append(f"{item!r} is not FIELD=VALUE with FIELD one of {', '.join(FIELDS[2:])}")
+        fields[key] = value
+    problems += [] if problems else field_problems(fields)
+    if problems:
+        raise InputError([("--engine", None, message) for message in problems])
+    return Engine(**fields)
 
 
 def _check_unique(engines: list[Engine], nodes: list, file: str, problems: list) -> None:

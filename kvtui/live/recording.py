@@ -2,7 +2,10 @@
 
 Each delivery is one record of a RECORDS frame (`Log.add`), msgpack-encoded:
 `[0, engine, at, [frames...]]` for a received message, `[1, engine, at, first_missing,
-missing]` for an unfilled gap, `[2, engine, at]` for an engine watched from the start. The store gives the recording what the control plane's metadata
+missing]` for an unfilled gap, `[2, engine, at]` for an engine watched from the start,
+`[3, engine, at, {field: value}]` for a scrape of its `/metrics` (EngineFigures' fields),
+`[4, engine, at, {field: value}]` for a request route mode served (Served's fields, its
+Forensics' nested). The store gives the recording what the control plane's metadata
 gets: checksummed frames, fsync batches, and a torn tail after a crash cut cleanly on reading.
 Reading is the store's read-only walk (`kvtui/store/scan.py`), so `kvtui wal verify FILE`
 checks a recording too.
@@ -11,17 +14,21 @@ checks a recording too.
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, fields
 
 import msgpack
 
 from kvtui.errors import InputError
-from kvtui.live.delivery import Delivery, Gap, Received, Watching
+from kvtui.live.delivery import Delivery, Gap, Received, Scraped, Served, Watching
+from kvtui.live.forensics import Forensics
+from kvtui.live.metrics import EngineFigures
 from kvtui.store import Log
 from kvtui.store import frame as fr
 from kvtui.store.fs import RealFS
 from kvtui.store.scan import scan
 
-_RECEIVED, _GAP, _WATCHING = 0, 1, 2
+_RECEIVED, _GAP, _WATCHING, _SCRAPED, _SERVED = 0, 1, 2, 3, 4
+_FIGURES = {f.name for f in fields(EngineFigures)}
 
 
 def encode(delivery: Delivery) -> bytes:
@@ -32,6 +39,10 @@ def encode(delivery: Delivery) -> bytes:
             return msgpack.packb([_GAP, e, at, first, n], use_bin_type=True)
         case Watching(engine=e, at=at):
             return msgpack.packb([_WATCHING, e, at], use_bin_type=True)
+        case Scraped(engine=e, at=at, figures=figures):
+            return msgpack.packb([_SCRAPED, e, at, asdict(figures)], use_bin_type=True)
+        case Served(engine=e, at=at):
+            return msgpack.packb([_SERVED, e, at, asdict(delivery)], use_bin_type=True)
     raise TypeError(f"not a delivery: {delivery!r}")
 
 
@@ -43,7 +54,21 @@ def decode(record: bytes) -> Delivery:
             return Gap(engine, at, first, n)
         case [2, str(engine), float(at)]:
             return Watching(engine, at)
+        case [3, str(engine), float(at), dict(figures)] if set(figures) <= _FIGURES:
+            return Scraped(engine, at, EngineFigures(**figures))
+        case [4, str(), float(), dict(served)]:
+            return _served(served)
     raise ValueError("not a recording record")
+
+
+def _served(fields: dict) -> Served:
+    """A Served back from its dict (msgpack gives lists for its tuples)."""
+    try:
+        f = fields["forensics"]
+        forensics = Forensics(**{**f, "causes": tuple(map(tuple, f["causes"])), "evicted_in": tuple(f["evicted_in"])})
+        return Served(**{**fields, "candidates": tuple(map(tuple, fields["candidates"])), "forensics": forensics})
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"not a served request: {e}") from None
 
 
 class Recorder:

@@ -1,13 +1,14 @@
 """A live session: subscribers for every engine, feeding the state and (optionally) a recording.
 
 The loop polls every subscriber's socket; each delivery goes to the recording first, then to
-the state, so what the session printed is what its recording replays to. Receive times come
+the state (and to a listener: the app's run), so what the session printed is what its recording replays to. Receive times come
 from the injected clock (wall time by default): this is the boundary with the real world, not
 the engine, so the determinism rule for the simulation does not apply here.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -15,22 +16,30 @@ import zmq
 
 from kvtui.live.delivery import Delivery, Watching, ingest
 from kvtui.live.engines import Engine
+from kvtui.live.forensics import summary as forensics_summary
 from kvtui.live.recording import Recorder
+from kvtui.live.scraper import Scraper
 from kvtui.live.state import LiveState
 from kvtui.live.subscriber import Subscriber
 
 
 class LiveSession:
     def __init__(self, engines: list[Engine], recorder: Recorder | None = None,
-                 clock: Callable[[], float] = time.time, replay_timeout: float = 2.0):
+                 clock: Callable[[], float] = time.time, replay_timeout: float = 2.0,
+                 listener: Callable[[Delivery], None] | None = None):
         self.ctx = zmq.Context()
-        self.state, self.recorder = LiveState(), recorder
+        self.state, self.recorder, self.listener = LiveState(), recorder, listener
+        self.lock = threading.Lock()  # route mode's threads read the state while this one feeds it
         ranks = [rank for e in engines for rank in e.ranks()]
         self.subscribers = [
             Subscriber(self.ctx, e.name, e.kv_events, e.replay, self.deliver, clock, replay_timeout)
             for e in ranks]
         for e in ranks:
             self.deliver(Watching(e.name, clock()))
+        for s in self.subscribers:
+            s.catch_up()
+        self.scraper = Scraper(ranks, clock)
+        self.sources: list = [self.scraper]  # more producers of deliveries (route mode's proxy)
         self.poller = zmq.Poller()
         for s in self.subscribers:
             self.poller.register(s.socket, zmq.POLLIN)
@@ -38,12 +47,19 @@ class LiveSession:
     def deliver(self, delivery: Delivery) -> None:
         if self.recorder is not None:
             self.recorder.add(delivery)
-        ingest(self.state, delivery)
+        with self.lock:
+            ingest(self.state, delivery)
+        if self.listener is not None:  # the app's LiveRun, which keeps every delivery to move through
+            self.listener(delivery)
 
     def poll(self, timeout: float) -> int:
         """Wait up to `timeout` seconds for messages; handle all that are ready. Returns how many."""
         ready = dict(self.poller.poll(int(timeout * 1000)))
         n = sum(s.drain() for s in self.subscribers if s.socket in ready)
+        for source in self.sources:
+            for delivery in source.take():
+                self.deliver(delivery)
+                n += 1
         if n and self.recorder is not None:
             self.recorder.flush()
         return n
@@ -54,6 +70,8 @@ class LiveSession:
             self.poll(min(tick, left))
 
     def close(self) -> None:
+        for source in self.sources:
+            source.close()
         for s in self.subscribers:
             s.close()
         if self.recorder is not None:
@@ -62,5 +80,7 @@ class LiveSession:
 
 
 def summary_lines(state: LiveState) -> list[str]:
-    """One line per engine, in the order they were named: the figures `live` and `replay` print."""
-    return [counts.line(name) for name, counts in state.counts.items()]
+    """One line per engine, in the order they were named: the figures `live` and `replay` print;
+    then, when route mode served requests, the miss forensics table."""
+    lines = [counts.line(name) for name, counts in state.counts.items()]
+    return lines + (forensics_summary([s.forensics for s in state.served]) if state.served else [])

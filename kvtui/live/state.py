@@ -15,13 +15,20 @@ keys yet: every engine is taken to serve one base model.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from kvtui.live.metrics import EngineFigures
+from kvtui.live.slots import UNKNOWN_OWNER, SlotMap
 from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
+from kvtui.sim.router.index import KVIndex
 from kvtui.sim.workload.hashing import chain_keys
+
+EVICTIONS_KEPT = 1_000_000
+SERVED_KEPT = 10_000
+_TIER = {"GPU": "gpu", "CPU": "cpu", "STORAGE": "cpu"}  # the index's tiers: offloaded blocks score as CPU
 
 
 @dataclass
@@ -47,6 +54,7 @@ class EngineBlocks:
     """One engine's held blocks per medium: engine hash -> kvtui key."""
 
     by_medium: dict[str, dict] = field(default_factory=lambda: defaultdict(dict))
+    gpu_cells: SlotMap = field(default_factory=SlotMap)  # where the block map draws them
 
     def key_of(self, engine_hash) -> int | None:
         for blocks in self.by_medium.values():
@@ -62,6 +70,10 @@ class LiveState:
         self.counts: dict[str, EngineCounts] = {}
         self.blocks: dict[str, EngineBlocks] = {}
         self.index: dict[int, set[tuple[str, str]]] = defaultdict(set)
+        self.figures: dict[str, EngineFigures] = {}  # each engine's last scrape of its /metrics
+        self.evicted: dict[tuple[str, int], int] = {}  # (engine, key) -> seq of the batch that removed it
+        self.kv_index = KVIndex()
+        self.served: deque = deque(maxlen=SERVED_KEPT)  # route mode's last requests (delivery.Served)  # the same keys as `index`, as the simulation's router asks them (route mode)
 
     def engine(self, name: str) -> EngineCounts:
         if name not in self.counts:
@@ -76,7 +88,7 @@ class LiveState:
                 case BlockStored():
                     self._stored(name, event)
                 case BlockRemoved():
-                    self._removed(name, event)
+                    self._removed(name, event, batch.seq)
                 case AllBlocksCleared():
                     self._cleared(name)
 
@@ -86,21 +98,35 @@ class LiveState:
         parent = None if e.parent_block_hash is None else blocks.key_of(e.parent_block_hash)
         if e.parent_block_hash is not None and parent is None:
             counts.orphans += len(e.block_hashes)
+            self._place(blocks, e, UNKNOWN_OWNER)
             return
         keys = chain_keys(np.asarray(e.token_ids, dtype=np.int64), e.block_size, parent)
+        if keys:
+            self._place(blocks, e, _owner(blocks, e, keys[0]))
         for engine_hash, key in zip(e.block_hashes, keys):
             blocks.by_medium[e.medium][engine_hash] = key
             self.index[key].add((name, e.medium))
+        self.kv_index.add(name, keys, _TIER[e.medium])
 
-    def _removed(self, name: str, e: BlockRemoved) -> None:
+    @staticmethod
+    def _place(blocks: EngineBlocks, e: BlockStored, owner: str) -> None:
+        if e.medium == "GPU":
+            for engine_hash in e.block_hashes:
+                blocks.gpu_cells.place(engine_hash, owner)
+
+    def _removed(self, name: str, e: BlockRemoved, seq: int) -> None:
         counts, held = self.counts[name], self.blocks[name].by_medium[e.medium]
         counts.removed += len(e.block_hashes)
         for engine_hash in e.block_hashes:
+            if e.medium == "GPU":
+                self.blocks[name].gpu_cells.free(engine_hash)
             key = held.pop(engine_hash, None)
             if key is None:
                 counts.unknown_removed += 1
             else:
                 self._unindex(key, (name, e.medium))
+                self.kv_index.remove(name, (key,), _TIER[e.medium])
+                self._remember_eviction(name, key, seq)
 
     def _cleared(self, name: str) -> None:
         self.counts[name].cleared += 1
@@ -108,6 +134,16 @@ class LiveState:
             for key in held.values():
                 self._unindex(key, (name, medium))
             held.clear()
+        self.blocks[name].gpu_cells.clear()
+        self.kv_index.clear(name)
+
+    def _remember_eviction(self, name: str, key: int, seq: int) -> None:
+        """Which batch removed `key` from `name` last (miss forensics: evicted on the chosen
+        engine), the most recent EVICTIONS_KEPT of them."""
+        self.evicted.pop((name, key), None)
+        self.evicted[(name, key)] = seq
+        if len(self.evicted) > EVICTIONS_KEPT:
+            del self.evicted[next(iter(self.evicted))]
 
     def _unindex(self, key: int, holder: tuple[str, str]) -> None:
         holders = self.index.get(key)
@@ -119,3 +155,10 @@ class LiveState:
     def held(self, name: str, medium: str = "GPU") -> int:
         """Blocks `name` holds on `medium` now."""
         return len(self.blocks[name].by_medium.get(medium, {}))
+
+
+def _owner(blocks: EngineBlocks, e: BlockStored, first_key: int) -> str:
+    """The prefix a stored run of blocks belongs to: its parent's, or its own first key's."""
+    if e.parent_block_hash is not None:
+        return blocks.gpu_cells.owner_of(e.parent_block_hash) or UNKNOWN_OWNER
+    return f"{first_key & 0xFFFFFF:06x}"

@@ -66,9 +66,22 @@ class Subscriber:
             self.deliver(Received(self.name, self.clock(), tuple(frames)))
             self.expected = seq + 1
 
+    def catch_up(self) -> None:
+        """At the start, ask replay for everything the engine still buffers: an engine that has
+        been serving a while and publishes nothing after kvtui joins (its next requests hit the
+        cache and store no block) would otherwise show empty until its next batch. Batches
+        older than its buffer are a Gap, as later ones are."""
+        got = dict(self._ask_replay(self.expected))
+        if got:
+            stop = max(got) + 1
+            self._deliver_range(got, self.expected, stop)
+            self.expected = stop
+
     def _fill(self, first: int, stop: int) -> None:
         """Deliver batches first..stop-1 from replay, and a Gap for any that did not come."""
-        got = {s: f for s, f in self._ask_replay(first) if first <= s < stop}
+        self._deliver_range({s: f for s, f in self._ask_replay(first) if first <= s < stop}, first, stop)
+
+    def _deliver_range(self, got: dict, first: int, stop: int) -> None:
         missing_from = None
         for s in range(first, stop):
             if s in got:

@@ -37,7 +37,7 @@ from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.reachable import why_unreachable
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
-from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, PREFERRED_ORDER, load_themes
+from kvtui.tui.themes import DEFAULT_VARIABLES, PREFERRED_ORDER, install_themes, load_themes
 from kvtui.tui.panels import PANELS, VIEWS, narrow_css
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.candidates import CandidateTable
@@ -101,13 +101,7 @@ class KvtuiApp(App[None]):
     ):
         self._kvtui_themes = themes if themes is not None else load_themes()
         super().__init__()
-        for t in self._kvtui_themes:
-            self.register_theme(t)
-        if "dark" not in self.available_themes:
-            self.register_theme(
-                Theme(name="dark", primary="#5FAFFF", dark=True, variables=dict(DEFAULT_VARIABLES))
-            )
-        self.theme = theme or DEFAULT_THEME
+        install_themes(self, self._kvtui_themes, theme)
         self.runner = Run(scenario, seed=seed, policy=policy)
         self.fps = fps
         self.playing = False

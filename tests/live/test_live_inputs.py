@@ -91,3 +91,51 @@ def test_replay_of_an_empty_directory_exits_2(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert cli_main(["replay", str(tmp_path / "empty"), "--no-ui"]) == 2
     assert "not a kvtui live recording" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["live", "engines.yaml"], ["replay", "session.rec"]])
+def test_the_app_without_a_terminal_is_refused_with_the_headless_command(command, capsys, monkeypatch):
+    monkeypatch.setattr("kvtui.cli.app.stdin_is_terminal", lambda: False)
+    assert cli_main(command) == 2
+    assert "--no-ui" in capsys.readouterr().err
+
+
+def test_an_engine_on_the_command_line_takes_the_file_fields():
+    from kvtui.live.engines import Engine, engine_from_argument
+
+    assert engine_from_argument("a=tcp://h:5557,replay=tcp://h:5558,metrics=http://h:8000/metrics") == Engine(
+        "a", "tcp://h:5557", "tcp://h:5558", "http://h:8000/metrics")
+    assert [e.name for e in engine_from_argument("b=tcp://h:7000,data_parallel_size=2").ranks()] == ["b/dp0", "b/dp1"]
+
+
+@pytest.mark.parametrize("argument, message", [
+    ("tcp://h:5557", "is not NAME=ENDPOINT"),
+    ("a=http://h:5557", "is not a ZMQ endpoint"),
+    ("a=tcp://h:5557,colour=red", "is not FIELD=VALUE"),
+    ("a=tcp://h:5557,data_parallel_size=0", "from 1 to 256"),
+    ("a=tcp://h:5557,metrics=h:8000/metrics", "is not an http:// or https:// URL"),
+])
+def test_a_bad_engine_argument_exits_2_with_what_is_wrong(argument, message, capsys):
+    assert cli_main(["live", "--engine", argument, "--no-ui", "--duration", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--engine: ") and message in err
+
+
+def test_live_needs_an_engine_and_each_name_once(tmp_path, capsys):
+    assert cli_main(["live", "--no-ui", "--duration", "1"]) == 2
+    assert "name the engines" in capsys.readouterr().err
+    f = tmp_path / "e.yaml"
+    f.write_text("engines:\n  - name: a\n    kv_events: tcp://127.0.0.1:1\n")
+    assert cli_main(["live", str(f), "--engine", "a=tcp://127.0.0.1:2", "--no-ui", "--duration", "1"]) == 2
+    assert "named twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--route", "cache_awre"], "did you mean"),
+    (["--route", "predicted_latency"], "learns from simulation events"),
+    (["--route", "cache_aware", "--listen", "8000"], "is not HOST:PORT"),
+    (["--listen", "127.0.0.1:8000"], "--listen goes with --route"),
+])
+def test_route_mode_arguments_are_checked(extra, message, capsys):
+    assert cli_main(["live", "--engine", "a=tcp://127.0.0.1:1", "--no-ui", "--duration", "1", *extra]) == 2
+    assert message in capsys.readouterr().err

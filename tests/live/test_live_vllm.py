@@ -152,6 +152,23 @@ def test_a_late_subscriber_is_filled_by_replay(new):
     assert set(session.state.blocks["e0"].by_medium["GPU"]) == source.cached_hashes()
 
 
+def test_an_engine_silent_after_the_join_is_caught_up_from_replay(new):
+    """Joined after 12 batches, and the engine publishes nothing more: its blocks are there."""
+    pub = vp.Publisher(new.kv_events)
+    try:
+        source = vp.PoolSource(new, POOL_BLOCKS)
+        for tokens in prompts(4, 12):
+            pub.publish(source.run(tokens))
+        pub.wait_sent()
+        session = session_for(pub)
+        session.close()
+    finally:
+        pub.close()
+    counts = session.state.counts["e0"]
+    assert (counts.stored, counts.removed, counts.batches, counts.gaps) == (*pub.published.totals(), 12, 0)
+    assert set(session.state.blocks["e0"].by_medium["GPU"]) == source.cached_hashes()
+
+
 def test_a_gap_beyond_the_replay_buffer_is_recorded(new):
     pub = vp.Publisher(new.kv_events, buffer_steps=3)
     try:
@@ -167,9 +184,9 @@ def test_a_gap_beyond_the_replay_buffer_is_recorded(new):
     finally:
         pub.close()
     counts = session.state.counts["e0"]
-    assert counts.gaps == 8  # seq 0..7 are gone: the buffer held 8, 9, 10 when asked
-    assert (counts.stored, counts.removed) == pub.published.totals(first=8)
-    assert counts.batches == pub.sent - 8
+    assert counts.gaps == 7  # seq 0..6 are gone: the buffer held 7, 8, 9 when kvtui joined and asked
+    assert (counts.stored, counts.removed) == pub.published.totals(first=7)
+    assert counts.batches == pub.sent - 7
 
 
 def test_no_replay_socket_means_the_gap_is_recorded(new):
@@ -220,7 +237,7 @@ def test_a_recording_replays_to_the_same_figures(new, tmp_path):
     try:
         source = vp.PoolSource(new, POOL_BLOCKS)
         reqs = prompts(6, REQUESTS)
-        for tokens in reqs[:8]:  # a late join: 3 batches replayed, 5 lost (a gap in the recording)
+        for tokens in reqs[:8]:  # a late join: the 4 buffered batches replayed, 4 lost (a gap in the recording)
             pub.publish(source.run(tokens))
         pub.wait_sent()
         session = session_for(pub, Recorder(directory))
@@ -232,7 +249,7 @@ def test_a_recording_replays_to_the_same_figures(new, tmp_path):
     replayed = LiveState()
     for delivery in read_recording(directory):
         ingest(replayed, delivery)
-    assert session.state.counts["e0"].gaps == 5
+    assert session.state.counts["e0"].gaps == 4
     assert summary_lines(replayed) == summary_lines(session.state)
     assert replayed.blocks["e0"].by_medium == session.state.blocks["e0"].by_medium
 
@@ -241,10 +258,11 @@ def test_the_live_and_replay_commands_print_the_same_lines(new, tmp_path, capsys
     pub = vp.Publisher(new.kv_events)
     engines, directory = tmp_path / "engines.yaml", str(tmp_path / "rec")
     engines.write_text(f"engines:\n  - name: vllm-a\n    kv_events: {pub.endpoint}\n"
-                       f"    replay: {pub.replay_endpoint}\n  - name: silent\n    kv_events: tcp://127.0.0.1:{vp.free_port()}\n")
+                       f"    replay: {pub.replay_endpoint}\n")
     codes = []
-    cli = threading.Thread(target=lambda: codes.append(cli_main(
-        ["live", str(engines), "--record", directory, "--no-ui", "--duration", "3"])))
+    cli = threading.Thread(target=lambda: codes.append(cli_main(  # one engine from the file, one from --engine
+        ["live", str(engines), "--engine", f"silent=tcp://127.0.0.1:{vp.free_port()}",
+         "--record", directory, "--no-ui", "--duration", "3"])))
     try:
         cli.start()
         settle()

@@ -151,3 +151,13 @@ def load_themes(directory: Path | None = None, skipped: Callable[[str], None] = 
             by_name[t.name] = t
     rank = {name: i for i, name in enumerate(PREFERRED_ORDER)}
     return sorted(by_name.values(), key=lambda t: (rank.get(t.name, len(rank)), t.name))
+
+
+def install_themes(app, themes: list[Theme], theme: str | None) -> None:
+    """Register kvtui's themes on an app (with a plain dark one if none loaded) and pick
+    `theme`, the default when None: the simulation's app and the live app alike."""
+    for t in themes:
+        app.register_theme(t)
+    if "dark" not in app.available_themes:
+        app.register_theme(Theme(name="dark", primary="#5FAFFF", dark=True, variables=dict(DEFAULT_VARIABLES)))
+    app.theme = theme or DEFAULT_THEME

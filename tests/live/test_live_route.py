@@ -1,0 +1,163 @@
+"""Route mode end to end on loopback: two engines whose cores are vLLM 0.33.0's real BlockPool
+and ZmqEventPublisher (tests/live/vllm_publishers.py), each behind a thin OpenAI-style HTTP
+front written here (/tokenize, /v1/completions streaming and not, /metrics in vLLM's names),
+and kvtui's proxy routing requests of a shared-prefix workload with its cache_aware policy over
+the index built from the engines' real KV events.
+
+Checked: every answer reaches the client whole (streamed ones to `[DONE]`); the blocks the
+forensics count as hit are the blocks the real pools served from cache; for every request the
+causes add up to its missed blocks; cache_aware's choices follow the index (a request whose
+prefix an engine holds goes there, so hits happen); the recording replays to the same lines.
+The real-vLLM-on-the-CPU run of the issue is by hand (docs/live.md)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kvtui.live.delivery import Served, ingest
+from kvtui.live.engines import Engine
+from kvtui.live.proxy import RouteProxy
+from kvtui.live.recording import Recorder, read_recording
+from kvtui.live.routing import LiveRouter
+from kvtui.live.session import LiveSession, summary_lines
+from kvtui.live.state import LiveState
+
+from . import vllm_publishers as vp
+from .test_live_vllm import prompts
+
+POOL_BLOCKS = 40
+
+
+class Front:
+    """An engine: vLLM's pool and publisher behind /tokenize, /v1/completions and /metrics."""
+
+    def __init__(self, v):
+        self.pub, self.pool = vp.Publisher(v.kv_events), vp.PoolSource(v, POOL_BLOCKS)
+        self.hits: list[int] = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.api = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def serve(self, tokens: list[int]) -> int:
+        with self.lock:
+            self.pub.publish(self.pool.run(tokens))
+            self.hits.append(self.pool.last_hit)
+            return self.pool.last_hit * vp.BS
+
+    def _handler(self):
+        front = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self._send(200, (f'vllm:cache_config_info{{block_size="{vp.BS}",engine="0",'
+                                 f'num_gpu_blocks="{POOL_BLOCKS}"}} 1.0\n').encode(), "text/plain")
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                tokens = [int(w) for w in body["prompt"].split()]
+                if self.path == "/tokenize":
+                    return self._send(200, json.dumps({"tokens": tokens, "count": len(tokens)}).encode())
+                usage = {"prompt_tokens": len(tokens), "prompt_tokens_details": {"cached_tokens": front.serve(tokens)}}
+                if not body.get("stream"):
+                    return self._send(200, json.dumps({"choices": [{"text": "ok"}], "usage": usage}).encode())
+                chunks = [{"choices": [{"text": "o"}]}, {"choices": [{"text": "k"}]}, {"choices": [], "usage": usage}]
+                events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+                self._send(200, events, "text/event-stream")
+
+            def _send(self, status, data, kind="application/json"):
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.pub.close()
+
+
+def post(url: str, body: dict) -> bytes:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.read()
+
+
+def test_route_mode_serves_routes_and_accounts_for_every_missed_block(tmp_path):
+    v = vp.load_new()
+    fronts = [Front(v), Front(v)]
+    engines = [Engine(f"vllm-{i}", f.pub.endpoint, f.pub.replay_endpoint, f.api + "/metrics", f.api)
+               for i, f in enumerate(fronts)]
+    session = LiveSession(engines, Recorder(str(tmp_path / "rec")))
+    proxy = RouteProxy("127.0.0.1", vp.free_port(), LiveRouter("cache_aware", engines), session)
+    session.sources.append(proxy)
+    stop = threading.Event()
+    feeder = threading.Thread(target=lambda: [session.poll(0.02) for _ in iter(stop.is_set, True)])
+    feeder.start()
+    url = f"http://127.0.0.1:{proxy.address[1]}/v1/completions"
+    work = prompts(11, 60)
+    try:
+        _wait(lambda: len(session.state.figures) == 2)
+        for k, tokens in enumerate(work):
+            answer = post(url, {"model": "m", "prompt": " ".join(map(str, tokens)), "stream": k % 3 == 0, "max_tokens": 2})
+            assert answer.endswith(b"data: [DONE]\n\n") if k % 3 == 0 else json.loads(answer)["choices"]
+            time.sleep(0.02)  # the engine's events reach the index before the next decision
+        _wait(lambda: len(session.state.served) == len(work))
+    finally:
+        stop.set()
+        feeder.join()
+        session.close()
+        for f in fronts:
+            f.close()
+    served = list(session.state.served)
+    assert sum(s.forensics.hit for s in served) == sum(sum(f.hits) for f in fronts) > 0
+    for s in served:
+        f = s.forensics
+        assert sum(n for _, n in f.causes) == f.missed == f.prompt_blocks - f.hit, s
+        assert {c[0] for c in s.candidates} == {"vllm-0", "vllm-1"}
+    assert sum(1 for s in served if s.forensics.promised > 0) > len(work) // 4  # affinity over the live index
+    replayed = LiveState()
+    for d in read_recording(str(tmp_path / "rec")):
+        ingest(replayed, d)
+    assert summary_lines(replayed) == summary_lines(session.state)
+    assert any(line.startswith("routed 60 requests") for line in summary_lines(replayed))
+    assert all(isinstance(s, Served) for s in replayed.served)
+
+
+def _wait(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail("timed out")
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("body, status", [(b"{not json", 400), (b'{"model": "m"}', 400),
+                                          (b'{"model": "m", "prompt": "1 2"}', 502)])
+def test_a_bad_request_is_400_and_an_engine_that_cannot_tokenize_is_502(body, status):
+    engine = Engine("e0", f"tcp://127.0.0.1:{vp.free_port()}", api=f"http://127.0.0.1:{vp.free_port()}")
+    session = LiveSession([engine])
+    proxy = RouteProxy("127.0.0.1", vp.free_port(), LiveRouter("least_loaded", [engine]), session)
+    request = urllib.request.Request(f"http://127.0.0.1:{proxy.address[1]}/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == status
+        assert json.loads(refused.value.read())["error"]["type"] == "kvtui_route"
+    finally:
+        proxy.close()
+        session.close()
