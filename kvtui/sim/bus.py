@@ -105,11 +105,16 @@ class Bus:
         event stays what it is when someone does listen (so digests do not depend on who)."""
         self.seq += 1
 
-    def emit(self, cls: type[Event], **fields) -> Event:
+    def emit(self, cls: type[Event], **fields) -> None:
+        """Number the event and hand it to its listeners; an event nobody hears (no listener of
+        its type, no outbox) is numbered and never built: in a headless run that is every
+        `RequestScheduled` and `FirstToken`, two of a request's ~7 emitted events."""
         self.seq += 1
-        ev = cls(seq=self.seq, t=self.env.now, **fields)
-        self._deliver(cls, ev)
-        return ev
+        listeners = self._route.get(cls)
+        if listeners is None:
+            listeners = self._listeners(cls)
+        if listeners or self.keep_outbox:
+            self._deliver(cls, cls(seq=self.seq, t=self.env.now, **fields))
 
     def publish(self, cls: type[Event], *fields) -> None:
         """`emit` with the fields positionally (in the event's order, after seq and t), by the

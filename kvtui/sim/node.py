@@ -441,16 +441,16 @@ class Node:
             self.running.remove(req)
             kv.free(req)
             self._finish(req, "completed")
-        self.bus.emit(
+        self.bus.publish(
             BatchStepped,
-            node=self.name,
-            iterations=done,
-            prefill_tokens=prefill_tokens,
-            decode_seqs=len(plan.decode),
-            duration=duration,
-            running=len(self.running),
-            waiting=len(self.waiting),
-            used_blocks=self.pool.used_count,
+            self.name,
+            done,  # iterations
+            prefill_tokens,
+            len(plan.decode),  # decode_seqs
+            duration,
+            len(self.running),
+            len(self.waiting),
+            self.pool.used_count,  # used_blocks
         )
 
     def _preempt(self, victim: Request, needed_by: Request) -> None:
