@@ -128,12 +128,16 @@ class Node:
     # ------------------------------------------------------------------ admission
     def admission_problem(self, req: Request) -> str | None:
         """Why this node would refuse `req` now, or None if it would queue it."""
-        # Asked for every node at every decision (the part of routing that grows with the
-        # cluster): plain arithmetic and attributes, no calls on the way to None.
+        longest = req.prompt_tokens + req.output_tokens - 1
+        return self.refusal(req, longest, -(-longest // self.block_size) or 1)
+
+    def refusal(self, req: Request, longest: int, need: int) -> str | None:
+        """`admission_problem` given the request's longest sequence and the blocks it needs
+        (blocks_for(max(1, longest))): the router asks every node at every decision, the part
+        of routing that grows with the cluster, so it works those out once per request. Plain
+        arithmetic and attributes, no calls on the way to None."""
         if not self.up:
             return f"{self.name} is down"
-        longest = req.prompt_tokens + req.output_tokens - 1
-        need = -(-longest // self.block_size) or 1  # blocks_for(max(1, longest)), inlined
         capacity = self.kv.capacity
         if need > capacity:
             return (
