@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from typing import Any, Callable
 
 import simpy
 
@@ -13,7 +13,7 @@ Listener = Callable[[Event], None]
 Direct = Callable[..., None]  # an event's fields after seq and t, positionally
 
 
-_UNSET = object()
+_UNSET: Any = object()  # "not composed yet" in Bus._direct, where None means "build the event"
 
 
 def _nobody(*_fields) -> None:
@@ -82,8 +82,9 @@ class Bus:
         return found
 
     def _compose(self, cls: type[Event]) -> Direct | None:
-        handlers = [self._direct_of.get(fn, {}).get(cls) for fn in self._listeners(cls)]
-        if None in handlers:
+        found = [self._direct_of.get(fn, {}).get(cls) for fn in self._listeners(cls)]
+        handlers = [h for h in found if h is not None]
+        if len(handlers) < len(found):
             return None
         if not handlers:
             return _nobody
