@@ -19,12 +19,15 @@ Everything is reported as a ratio against a baseline measured in the same run on
   reported: resident memory against the checkpoint byte budget (kvtui/sim/checkpoint_budget.py),
   checkpoints kept and dropped for memory, and the wall time per step back. The Textual modules
   are imported but no screen is drawn.
+- `--key-json`: only the key latency at 200x60, printed as one JSON line (peer_bench.py reads
+  it for issue 23's target).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
 import statistics
 import sys
@@ -171,8 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer frames, shorter sim time")
     p.add_argument("--memory", action="store_true", help="only the memory run: full play, then --back steps back")
     p.add_argument("--back", type=int, default=100, help="steps back in the memory run (default 100)")
+    p.add_argument("--key-json", action="store_true", help="only key to screen at 200x60, as one JSON line (peer_bench.py)")
     args = p.parse_args(argv)
     scenario = load_scenario(args.scenario, [])
+    if args.key_json:
+        r = asyncio.run(bench_frames(scenario, (200, 60), 60 if args.quick else 200, speed=SPEED))
+        k = r["key_ms"]
+        print(json.dumps({"p50_ms": pct(k, 50), "p95_ms": pct(k, 95), "max_ms": max(k, default=0.0), "n": len(k)}))
+        return 0
     if args.memory:
         bench_memory(scenario, args.back)
         return 0

@@ -263,7 +263,7 @@ class BlockPool:
 
     def lookup(self, keys: Sequence[int], limit: int) -> list[int]:
         """Block ids of the longest run of leading `keys` cached here, at most `limit` of them."""
-        hits = list(map(self.cached.get, keys[:limit]))
+        hits: list = list(map(self.cached.get, keys[:limit]))  # ids, then None from the first miss
         if None in hits:
             del hits[hits.index(None) :]
         return hits
@@ -331,6 +331,7 @@ class BlockPool:
         """Drop one copy of `k` (vLLM's `BlockHashToBlockMap.pop`): the next oldest copy, if
         any, becomes the one lookups answer."""
         self.key[block] = None
+        more: list[int] | None
         if self.cached[k] != block:
             more = self.copies[k]
             more.remove(block)

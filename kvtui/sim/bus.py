@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from typing import Any, Callable
 
 import simpy
 
@@ -13,7 +13,7 @@ Listener = Callable[[Event], None]
 Direct = Callable[..., None]  # an event's fields after seq and t, positionally
 
 
-_UNSET = object()
+_UNSET: Any = object()  # "not composed yet" in Bus._direct, where None means "build the event"
 
 
 def _nobody(*_fields) -> None:
@@ -82,8 +82,9 @@ class Bus:
         return found
 
     def _compose(self, cls: type[Event]) -> Direct | None:
-        handlers = [self._direct_of.get(fn, {}).get(cls) for fn in self._listeners(cls)]
-        if None in handlers:
+        found = [self._direct_of.get(fn, {}).get(cls) for fn in self._listeners(cls)]
+        handlers = [h for h in found if h is not None]
+        if len(handlers) < len(found):
             return None
         if not handlers:
             return _nobody
@@ -105,11 +106,16 @@ class Bus:
         event stays what it is when someone does listen (so digests do not depend on who)."""
         self.seq += 1
 
-    def emit(self, cls: type[Event], **fields) -> Event:
+    def emit(self, cls: type[Event], **fields) -> None:
+        """Number the event and hand it to its listeners; an event nobody hears (no listener of
+        its type, no outbox) is numbered and never built: in a headless run that is every
+        `RequestScheduled` and `FirstToken`, two of a request's ~7 emitted events."""
         self.seq += 1
-        ev = cls(seq=self.seq, t=self.env.now, **fields)
-        self._deliver(cls, ev)
-        return ev
+        listeners = self._route.get(cls)
+        if listeners is None:
+            listeners = self._listeners(cls)
+        if listeners or self.keep_outbox:
+            self._deliver(cls, cls(seq=self.seq, t=self.env.now, **fields))
 
     def publish(self, cls: type[Event], *fields) -> None:
         """`emit` with the fields positionally (in the event's order, after seq and t), by the

@@ -18,6 +18,7 @@ import numpy as np
 import simpy
 
 from kvtui.events import (
+    BatchStepped,
     BlocksEvicted,
     Event,
     NodeDown,
@@ -57,7 +58,9 @@ class Simulation:
 
         self.block_size = scenario.cluster.block_size
         self.metrics = Metrics()
-        self.bus.listen(self.metrics.on_event, Metrics.EVENT_TYPES, {BlocksEvicted: self.metrics.evicted})
+        self.bus.listen(
+            self.metrics.on_event, Metrics.EVENT_TYPES, {BlocksEvicted: self.metrics.evicted, BatchStepped: self.metrics.stepped}
+        )
 
         self.nodes: list[Node] = []
         self.node_by_name: dict[str, Node] = {}

@@ -72,7 +72,7 @@ class KVCacheManager:
             node,
             num_blocks,
             block_size,
-            partial(emit_stored, medium="gpu"),  # a C-level call: once per block boundary
+            partial(emit_stored, medium="gpu"),  # type: ignore[call-arg]  # a C-level call per block boundary (mypy sees no keywords in a Callable)
             self._gpu_evicted,
         )
         self.capacity = self.pool.usable  # blocks a request may ever hold: all but the null block and the pinned ones (read per node per decision)
@@ -137,7 +137,7 @@ class KVCacheManager:
         pool = self.pool
         start = len(hit.gpu)
         seconds = 0.0
-        if hit.loaded:  # read (and protect) them before the allocation below spills more to the tier
+        if hit.loaded and self.cpu is not None:  # read (and protect) them before the allocation below spills more to the tier
             seconds = self.cpu.load(req.block_keys[start : start + hit.loaded])
         pool.touch(hit.gpu)
         req.blocks = hit.gpu + pool.allocate(need, req.group, req.id)

@@ -151,12 +151,16 @@ class Node:
     # ------------------------------------------------------------------ admission
     def admission_problem(self, req: Request) -> str | None:
         """Why this node would refuse `req` now, or None if it would queue it."""
-        # Asked for every node at every decision (the part of routing that grows with the
-        # cluster): plain arithmetic and attributes, no calls on the way to None.
+        longest = req.prompt_tokens + req.output_tokens - 1
+        return self.refusal(req, longest, -(-longest // self.block_size) or 1)
+
+    def refusal(self, req: Request, longest: int, need: int) -> str | None:
+        """`admission_problem` given the request's longest sequence and the blocks it needs
+        (blocks_for(max(1, longest))): the router asks every node at every decision, the part
+        of routing that grows with the cluster, so it works those out once per request. Plain
+        arithmetic and attributes, no calls on the way to None."""
         if not self.up:
             return f"{self.name} is down"
-        longest = req.prompt_tokens + req.output_tokens - 1
-        need = -(-longest // self.block_size) or 1  # blocks_for(max(1, longest)), inlined
         capacity = self.kv.capacity
         if need > capacity:
             return (
@@ -510,16 +514,16 @@ class Node:
             self.running.remove(req)
             assert self.handoff is not None  # set on every node of a disaggregated run
             self.handoff(self, req)
-        self.bus.emit(
+        self.bus.publish(
             BatchStepped,
-            node=self.name,
-            iterations=done,
-            prefill_tokens=prefill_tokens,
-            decode_seqs=len(plan.decode),
-            duration=duration,
-            running=len(self.running),
-            waiting=len(self.waiting),
-            used_blocks=self.pool.used_count,
+            self.name,
+            done,  # iterations
+            prefill_tokens,
+            len(plan.decode),  # decode_seqs
+            duration,
+            len(self.running),
+            len(self.waiting),
+            self.pool.used_count,  # used_blocks
         )
 
     def _preempt(self, victim: Request, needed_by: Request) -> None:

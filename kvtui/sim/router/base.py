@@ -54,7 +54,7 @@ class Policy:
         return cls()
 
     def decide(self, req: Request, ctx: Context, states: Sequence[NodeState]) -> Decision:
-        ok = [s for s in states if s.eligible]
+        ok = [s for s in states if s.problem is None]  # s.eligible, without a property call per node
         if not ok:
             return no_eligible(states)
         return self.choose(req, ctx, states, ok)

@@ -46,7 +46,7 @@ class CacheAware(Policy):
                     f"session affinity: {req.session} lives on {s.name} (prefix {s.prefix}/{total} blocks)",
                     candidates(states, scores),
                 )
-        best, margin, tied = pick_best(ok, lambda s: (s.prefix, -s.active, s.free_blocks), ctx.rng)
+        best, margin, tied = pick_best(ok, lambda s: (s.prefix, -s.running - s.waiting, s.free_blocks), ctx.rng)
         if best.prefix == 0:
             return self._fill(req, ok, states, ctx, total)
         cands = candidates(states, scores)

@@ -209,6 +209,8 @@ class Router:
         tiers = self.policy.READS_TIERS and self.approx is None
         iteration = self.policy.READS_ITERATION_LEFT
         now = self.env.now
+        longest = req.prompt_tokens + req.output_tokens - 1
+        need = -(-longest // self.block_size) or 1  # what Node.admission_problem works out
         out = []
         # One snapshot per node per decision: this loop is the part of a request's cost that
         # grows with the cluster, hence the plain locals, positional fields, and no arithmetic
@@ -224,7 +226,7 @@ class Router:
             out.append(
                 NodeState(
                     name,
-                    node.admission_problem(req),
+                    node.refusal(req, longest, need),
                     prefix,
                     score,
                     total,

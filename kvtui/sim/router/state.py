@@ -192,10 +192,19 @@ def pick_best(
     if tied == 1 or first:
         i = keys.index(best)
     else:
-        i = [j for j, k in enumerate(keys) if k == best][int(rng.integers(tied))]
+        i = nth_index(keys, best, int(rng.integers(tied)))
     if len(keys) == 1 or tied > 1:
         return ok[i], 0.0, tied
     return ok[i], lead(best, max(keys[:i] + keys[i + 1 :])), tied
+
+
+def nth_index(keys: list, value: object, n: int) -> int:
+    """Where the n-th (from 0) occurrence of `value` is in `keys`: list.index's C-level scans,
+    not a Python pass over every node (most decisions of a cluster that is not full are ties)."""
+    i = keys.index(value)
+    for _ in range(n):
+        i = keys.index(value, i + 1)
+    return i
 
 
 def lead(best: float | tuple, runner_up: float | tuple) -> float:
@@ -207,7 +216,7 @@ def lead(best: float | tuple, runner_up: float | tuple) -> float:
 
 def least_loaded(ok: Sequence[NodeState], rng: np.random.Generator) -> tuple[NodeState, float, int]:
     """Fewest active requests, then most free blocks; remaining ties to the RNG."""
-    return pick_best(ok, lambda s: (-s.active, s.free_blocks), rng)
+    return pick_best(ok, lambda s: (-s.running - s.waiting, s.free_blocks), rng)  # -active, without its property call
 
 
 def no_eligible(states: Sequence[NodeState]) -> Decision:

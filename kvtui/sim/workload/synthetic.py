@@ -30,6 +30,9 @@ from kvtui.sim.workload.slo import slo_fields
 from kvtui.sim.workload.tokens import Conversation, random_tokens
 
 
+SESSION_BATCH = 256  # session streams spawned at once (a stream is ~1 KB; see _next_session_rng)
+
+
 class _Group:
     """A prefix group with its system prompt drawn once and hashed once."""
 
@@ -55,6 +58,7 @@ class SyntheticWorkload:
         self.rng = rng
         self.groups = [_Group(g, block_size, rng) for g in spec.groups]
         self._arrival_rng, self._session_rngs = rng.spawn(2)
+        self._spawned: list[np.random.Generator] = []  # session streams spawned ahead, next last
         self._by_name = {}
         for g in self.groups:
             self._by_name.setdefault(g.spec.name, g)
@@ -95,10 +99,18 @@ class SyntheticWorkload:
         return self.spec.requests is not None and self.requests_issued >= self.spec.requests
 
     def _start_session(self) -> simpy.Process:
-        rng = self._session_rngs.spawn(1)[0]
+        rng = self._next_session_rng()
         group = self._pick_group(rng)
         self.sessions_started += 1
         return self.env.process(self._session(group, f"s-{self.sessions_started}", rng))
+
+    def _next_session_rng(self) -> np.random.Generator:
+        """The next session's stream. Spawned SESSION_BATCH at a time: `spawn(n)` numbers its
+        children on from the last one spawned, so the k-th session gets the same stream as one
+        `spawn(1)` per session would give it, for less per-call overhead."""
+        if not self._spawned:
+            self._spawned = self._session_rngs.spawn(SESSION_BATCH)[::-1]
+        return self._spawned.pop()
 
     def _pick_group(self, rng: np.random.Generator) -> _Group:
         """Weighted: a draw against the cumulative weights. Cycle: the groups in order, each for
