@@ -114,7 +114,7 @@ def options_table(args: argparse.Namespace, tmp: Path) -> list[str]:
            f"| option | {head} |", "|---" * (len(SCENARIOS) * len(MAPES) + 1) + "|"]
     for label, sets in OPTIONS:
         cells = []
-        for name, scenario in SCENARIOS:
+        for _name, scenario in SCENARIOS:
             path = tmp / f"{scenario}-{len(out)}.jsonl"
             docs = sweep(scenario, "predicted_latency", (XGB, *sets), args.seeds, args.workers, path)
             cells += [cell(docs, key, "{:.1f}") for _, key in MAPES]
