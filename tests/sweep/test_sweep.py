@@ -332,3 +332,19 @@ def test_the_sweep_package_imports_neither_textual_nor_rich():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == ""
+
+
+def test_a_sweep_run_keeps_the_budget_unless_forced(monkeypatch):
+    """QA: a sweep's runs had neither the estimate's check nor the backstop `kvtui run` has
+    (kvtui/run/budget.py): now a run over either is a failed line naming the file."""
+    from kvtui.run.budget import RunBudget
+    from kvtui.sweep.run import execute
+
+    monkeypatch.setattr(RunBudget.__init__, "__defaults__", (0.0, None))  # no CPU time at all
+    spec = small_specs(rates=("1",), seeds=1)[0]
+    out = execute(spec)
+    assert not out.ok and "over budget while running" in out.line and "pressure.yaml" in out.line
+    assert execute(expand([PRESSURE], [], [None], 1, SMALL[1::2], force=True)[0]).ok
+    huge = expand([PRESSURE], [], [None], 1, ["workload.duration_s=1e9"])[0]
+    out = execute(huge)  # refused by its estimate before it runs
+    assert not out.ok and "over budget: estimated run time" in out.line
