@@ -348,3 +348,29 @@ def test_a_sweep_run_keeps_the_budget_unless_forced(monkeypatch):
     huge = expand([PRESSURE], [], [None], 1, ["workload.duration_s=1e9"])[0]
     out = execute(huge)  # refused by its estimate before it runs
     assert not out.ok and "over budget: estimated run time" in out.line
+
+
+def _ray_task_with_driver(pid: int, overrides: list[str]) -> subprocess.CompletedProcess:
+    """The Ray backend's task function, run in a process of its own (no Ray needed) for a driver `pid`."""
+    code = (
+        "import socket, sys\n"
+        "from kvtui.sweep.grid import expand\n"
+        "from kvtui.sweep.raytasks import execute_watched\n"
+        f"spec = expand([{PRESSURE!r}], [], [None], 1, {overrides!r})[0]\n"
+        f"assert execute_watched(spec, (socket.gethostname(), {pid})).ok\n"
+        "print('finished its run')\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_a_ray_task_ends_with_its_driver():
+    """QA: the process pool's workers leave when their driver is killed; Ray's kept running the
+    simulation until the raylet noticed. A task whose driver is gone leaves without finishing;
+    with its driver there, it finishes."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    long_run = ["workload.duration_s=60", "workload.arrival.schedule=[]", "workload.arrival.rate=20"]
+    orphan = _ray_task_with_driver(gone.pid, long_run)
+    assert orphan.returncode == 0 and "finished its run" not in orphan.stdout, orphan.stderr
+    watched = _ray_task_with_driver(os.getpid(), SMALL[1::2])
+    assert "finished its run" in watched.stdout, watched.stderr
