@@ -8,7 +8,8 @@ live (token hit rate, TTFT p50 and p95, rejections, evictions), shortened to fit
 lesson "prefix-first melts one node, load-aware spreads it" is one screen.
 
 Keys: space play/pause, s step, g go to a time (both sides) or an event number (the left's;
-the right follows to its time), + / - speed, ? help, q quit.
+the right follows to its time), + / - speed, ? help, q quit. The single view's jump keys
+(e, r, p, ...) say why they do not jump here rather than doing nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from textual.widgets import Footer, Static
 from kvtui.scenario.model import Scenario
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
-from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
+from kvtui.tui.controls import CONTROLS, DEFAULT_SPEED, NEXT, SPEEDS
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.event_log import EventLog
@@ -134,6 +135,7 @@ class CompareApp(App[None]):
         Binding("Y", "why('right')", "Why (right)", show=False),
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
         Binding("minus", "speed(-1)", "Slower", key_display="-"),
+        *(Binding(c.keys, f"no_jump('{c.label}')", c.label, show=False) for c in CONTROLS if c.group is NEXT),
     ]
 
     def __init__(self, scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,
@@ -242,6 +244,12 @@ class CompareApp(App[None]):
             self.notify(f"Not a time or an event number: {where!r} (try 12.5 or #500).", title="Go to", severity="warning")
             return
         self.refresh_panels()
+
+    def action_no_jump(self, what: str) -> None:
+        """A jump key of the single view: the two runs' events differ (that is the point of the
+        screen), so "the next one" would be one side's; say so, and what works instead."""
+        self.notify(f"Not in the split screen: each run has its own next {what}. g goes both to a "
+                    "time; the single view (without --vs) jumps.", title=f"Jump to next {what}")
 
     def action_why(self, side: str) -> None:
         """The Why of one side's latest decision or event, whole (screens/why.py)."""

@@ -286,3 +286,22 @@ def test_a_long_go_to_runs_in_the_frames_and_escape_cancels_it():
             assert app.going is None and app.runner.position == 40
 
     run(go())
+
+
+def test_split_screen_jump_keys_say_why_they_do_not_jump(scenario):
+    """QA: e, r, p, ... did nothing and said nothing in the split screen."""
+    from kvtui.tui.compare import make_compare_app
+    from kvtui.tui.controls import CONTROLS, NEXT
+
+    async def go():
+        app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
+        async with app.run_test(size=(80, 24)) as pilot:
+            for control in (c for c in CONTROLS if c.group is NEXT):
+                before = app.lockstep.now, app.left.position
+                await pilot.press(control.keys)
+                await pilot.pause()
+                said = list(app._notifications)[-1]
+                assert said.title == f"Jump to next {control.label}" and "g goes both to a time" in said.message
+                assert (app.lockstep.now, app.left.position) == before
+
+    run(go())
