@@ -374,3 +374,27 @@ def test_a_ray_task_ends_with_its_driver():
     assert orphan.returncode == 0 and "finished its run" not in orphan.stdout, orphan.stderr
     watched = _ray_task_with_driver(os.getpid(), SMALL[1::2])
     assert "finished its run" in watched.stdout, watched.stderr
+
+
+def _two_series_meeting():
+    from kvtui.sweep.series import Plot, Series
+    from kvtui.sweep.stats import Estimate
+
+    same = [(0.0, Estimate(3, 10.0, 1.0)), (1.0, Estimate(3, 20.0, 1.0))]
+    apart = [(0.0, Estimate(3, 10.0, 1.0)), (1.0, Estimate(3, 5.0, 1.0))]  # meets `same` at x=0 only
+    return Plot("rate", "ttft", [(0.0, "1"), (1.0, "2")], [Series("a", same), Series("b", apart)])
+
+
+def test_plot_markers_of_series_that_meet_stay_visible():
+    """QA: where two series' points meet, the later marker hid the earlier one (terminal: the
+    last glyph won the cell; SVG: a filled circle covered the other)."""
+    from kvtui.sweep.chart import MARKERS, SHARED, render
+    from kvtui.sweep.svg import render_svg
+
+    text = "\n".join("".join(ch for ch, _ in row) for row in render(_two_series_meeting(), 40, 10))
+    assert text.count(SHARED) == 2 and f"{SHARED} points of several series" in text  # the meeting point, and the legend
+    assert text.count(MARKERS[0]) == 2 and text.count(MARKERS[1]) == 2  # each series' own point, and its legend line
+    root = ET.fromstring(render_svg(_two_series_meeting()))
+    ns = "{http://www.w3.org/2000/svg}"
+    marks = [e for e in root.iter() if e.get("fill") == "none" and e.get("stroke", "").startswith("#")]
+    assert {e.tag for e in marks} >= {f"{ns}circle", f"{ns}rect"}  # a shape per series, hollow
