@@ -25,6 +25,7 @@ from kvtui.scenario.model import Scenario
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
 from kvtui.tui.controls import CONTROLS, DEFAULT_SPEED, NEXT, SPEEDS
+from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.event_log import EventLog
@@ -119,11 +120,12 @@ class Side(Vertical):
         self.why.show(ev, self.runner.explain(ev), "latest")
 
 
-class CompareApp(App[None]):
+class CompareApp(FittedToasts, App[None]):
     TITLE = "kvtui compare"
     CSS = """
     #sides { height: 1fr; }
     #diff { height: auto; background: $boost; text-style: bold; padding: 0 1; }
+    Toast { max-width: 75%; }  /* as app.tcss: Textual's 50 % is 40 columns at 80 */
     """
     BINDINGS = [
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -266,14 +268,32 @@ class CompareApp(App[None]):
         self.refresh_panels()
 
     def action_help(self) -> None:
-        self.notify(
-            "space play/pause · s step (both runs to the same sim time) · g go to a time or #event · "
-            "y / Y the left's / right's Why in full · "
-            "+ / - speed · q quit. "
-            "Left: the scenario's policy; right: --vs. Same seed, same arrivals.",
-            title="Compare",
-            timeout=8,
-        )
+        """The help screen the single view has (screens/help.py), with this screen's keys: a
+        toast of them took 11 of 24 rows at 80x24, and a second one ran off the top (QA)."""
+        from kvtui.tui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(HelpScreen(HELP_ROWS, PANELS, "kvtui split screen help", palette=False))
+
+
+HELP_ROWS = [
+    ("space", "play / pause (both runs, in lockstep by sim time)"),
+    ("s", "step: both runs to the same sim time"),
+    ("g", "go to a time (both runs) or #event (the left's; the right follows to its time)"),
+    ("y / Y", "the left's / right's Why in full"),
+    ("+ / -", "faster / slower"),
+    ("e r p f w n a x", "the single view's jumps: each run has its own next event, so here they say so"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+PANELS = """\
+Left         the scenario's policy (or --policy); right: --vs. Same seed, same arrivals.
+Each side    its key numbers, block maps, the Why of its latest event and its event log
+             (those two from 30 rows up).
+Δ line       how the right run differs from the left: token hit rate, TTFT p50 and p95,
+             rejections, evicted blocks."""
 
 
 def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,
