@@ -284,7 +284,7 @@ HELP_ROWS = [
     ("g", "go to a time (both runs) or #event (the left's; the right follows to its time)"),
     ("y / Y", "the left's / right's Why in full"),
     ("+ / -", "faster / slower"),
-    ("e r p f w n a x", "the single view's jumps: each run has its own next event, so here they say so"),
+    (" ".join(c.keys for c in CONTROLS if c.group is NEXT), "the single view's jumps: each run has its own next event, so here they say so"),
     ("?", "this help"),
     ("q", "quit"),
 ]
