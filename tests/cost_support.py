@@ -33,7 +33,7 @@ class Measured:
 
 def cost_of(scenario) -> Cost:
     """The estimate as the CLI makes it (a trace is scanned for its shape first)."""
-    from kvtui.cli.common import cost_of as cli_cost_of
+    from kvtui.run.budget import cost_of as cli_cost_of
 
     return cli_cost_of(scenario)
 

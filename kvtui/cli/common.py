@@ -7,10 +7,10 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from kvtui.errors import InputError
 from kvtui.files import write_output
 
 if TYPE_CHECKING:
+    from kvtui.run.budget import RunBudget
     from kvtui.scenario import Scenario
 
 
@@ -71,6 +71,7 @@ def seed_value(text: str) -> int:
 def load(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "Scenario":
     """Load the scenario (with `--set` and then `extra` overrides); refuse one over the cost
     budget unless `--force` (scenario/cost.py)."""
+    from kvtui.run.budget import check_budget, cost_of
     from kvtui.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, [*args.overrides, *extra], limits=True)
@@ -79,21 +80,12 @@ def load(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "Scenario":
     return scenario
 
 
-def cost_of(scenario: "Scenario", trace=None):
-    """The estimate; a trace is scanned for it (its requests and lengths) unless `trace`, a
-    scan already made (a `TraceWorkload`), is given."""
-    from kvtui.run.traces import scan_trace
-    from kvtui.scenario.cost import estimate
+def run_budget(args) -> "RunBudget | None":
+    """The backstop for one run (kvtui/run/budget.py), every run of `run` and `compare`
+    alike; none with `--force`."""
+    from kvtui.run.budget import RunBudget
 
-    if trace is None:
-        trace = scan_trace(scenario)  # None without a trace
-    return estimate(scenario, trace.shape if trace is not None else None)
-
-
-def check_budget(file: str, scenario: "Scenario", cost) -> None:
-    over = cost.over_budget()
-    if over:
-        raise InputError([(file, None, f"over budget: {why}; --force to run it anyway") for why in over])
+    return None if args.force else RunBudget(args.scenario)
 
 
 def check_policy(name: str | None) -> None:

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import time
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
+from kvtui.cli.common import (
+    Parser,
+    UsageError,
+    add_run_options,
+    check_policy,
+    load,
+    print_workload_notes,
+    run_budget,
+    run_once,
+    write_json,
+)
 from kvtui.files import check_output
 
 
@@ -62,8 +72,8 @@ def _ladder(args, policies: list[str | None]) -> tuple[list[dict], object, str]:
     """Every (rate step, policy) run, the progress bar naming the run `i/n` with the ladder's
     ETA: the cost estimate's run time of the runs left (kvtui/scenario/cost.py), scaled by how
     the runs so far compared with theirs (higher rates take longer, so a plain mean would not)."""
-    from kvtui.cli.common import cost_of
     from kvtui.cli.validate import rate_unit
+    from kvtui.run.budget import cost_of
 
     steps = [load(args, extra=(f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"))
              for rate in _ladder_rates(args, load(args))]  # `schedule=[]`: the step's rate holds throughout
@@ -74,7 +84,7 @@ def _ladder(args, policies: list[str | None]) -> tuple[list[dict], object, str]:
         left = sum(c.seconds for _, c, _ in plan[i:])
         label = (f"ladder {i + 1}/{len(plan)} ETA {_eta(time.perf_counter() - began, estimated_done, left)} · "
                  f"{scenario.workload.arrival.rate:g} {rate_unit(scenario.workload)}/s {name or scenario.router.policy}")
-        sim, doc = run_once(scenario, args.seed, name, label=label, expected=cost.requests)
+        sim, doc = run_once(scenario, args.seed, name, label=label, expected=cost.requests, budget=run_budget(args))
         doc["ladder"] = {"rate": scenario.workload.arrival.rate}
         runs.append(doc)
         estimated_done += cost.seconds
@@ -130,7 +140,8 @@ def main(argv: list[str]) -> int:
         for value in values:
             scenario = load(args, extra=(f"{key}={value}",))
             for name in policies:
-                sim, doc = run_once(scenario, args.seed, name, label=f"{key}={value} {name or scenario.router.policy}")
+                sim, doc = run_once(scenario, args.seed, name, label=f"{key}={value} {name or scenario.router.policy}",
+                                    budget=run_budget(args))
                 doc["label"] = f"{key.rsplit('.', 1)[-1]}={value}" + (f" {doc['policy']}" if len(policies) > 1 else "")
                 doc["sweep"] = {"key": key, "value": value}
                 runs.append(doc)
@@ -139,7 +150,7 @@ def main(argv: list[str]) -> int:
     else:
         scenario = load(args)
         for name in policies:
-            sim, doc = run_once(scenario, args.seed, name)
+            sim, doc = run_once(scenario, args.seed, name, budget=run_budget(args))
             runs.append(doc)
         print_table(compare_table(runs))
         _print_pools(runs)

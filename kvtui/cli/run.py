@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvtui.files import check_output
-from kvtui.cli.common import Parser, add_run_options, check_policy, load, print_workload_notes, run_once, write_json
+from kvtui.cli.common import Parser, add_run_options, check_policy, load, print_workload_notes, run_budget, run_once, write_json
 
 
 def main(argv: list[str]) -> int:
@@ -17,9 +17,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         check_output(args.json, [args.scenario], "result")
     scenario = load(args)
-    from kvtui.cli.budget import RunBudget
-
-    sim, doc = run_once(scenario, args.seed, args.policy, budget=None if args.force else RunBudget(args.scenario))
+    sim, doc = run_once(scenario, args.seed, args.policy, budget=run_budget(args))
     print_workload_notes(sim)
     print_table(run_table(doc))
     if args.json:

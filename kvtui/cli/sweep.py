@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
     backend = _backend(args)
     try:
         axes = parse_axes(args.grid)
-        specs = expand(args.scenarios, axes, policies, args.seeds, args.overrides, args.seed)
+        specs = expand(args.scenarios, axes, policies, args.seeds, args.overrides, args.seed, args.force)
     except GridError as e:
         raise UsageError(str(e)) from None
     for path in args.scenarios:

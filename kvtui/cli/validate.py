@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from kvtui.cli.common import Parser, add_force_option, check_budget, cost_of, load
+from kvtui.cli.common import Parser, add_force_option, load
+from kvtui.run.budget import check_budget, cost_of
 from kvtui.run.traces import scan_trace
 
 

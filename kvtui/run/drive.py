@@ -15,7 +15,9 @@ point on every replay. A new command given after stepping back drops the later o
 run branches) and every checkpoint past it.
 
 Positions count the events a viewer has *stepped to* (`Simulation.step`), which with the same
-inputs always land on the same event. The engine never reads a wall clock: the caller hands
+inputs always land on the same event. A command's own events (a node going down, its requests
+rerouted) are stepped too, right after it is given, so position N is always the event
+numbered N (`Event.seq`): the header, the panels and "go to #N" share one numbering. The engine never reads a wall clock: the caller hands
 in its own (`clock`, e.g. the app's `time.perf_counter`) and a budget in that clock's units,
 which only decides when a call returns, never what the simulation does. Without a clock,
 every call runs to completion.
@@ -98,22 +100,31 @@ def apply_command(run: "_Run", cmd: Command) -> Event | None:
     if sim.now < cmd.t and not sim.bus.outbox:
         sim.run_until(cmd.t)  # play mode had moved the clock on between events
     before = sim.bus.seq
-    match cmd.name:
-        case "node_down":
-            sim.node_down(cmd.arg)
-            wanted: tuple[type[Event], ...] = (NodeDown,)
-        case "node_up":
-            sim.node_up(cmd.arg)
-            wanted = (NodeUp,)
-        case _:
-            sim.crash_control_plane()
-            wanted = (ControlPlaneCrashed,)
+    sim.bus.keep_outbox = True  # its events queue to be stepped, in number order, like any other
+    try:
+        wanted = _carry_out(sim, cmd)
+    finally:
+        sim.bus.keep_outbox = False
     for ev in reversed(run.journal.log):
         if ev.seq <= before:
             break
         if isinstance(ev, (*wanted, ControlPlaneRecovered)):
             return ev
     return None
+
+
+def _carry_out(sim: Simulation, cmd: Command) -> tuple[type[Event], ...]:
+    """Give the command to the simulation; the classes of the event that reports it."""
+    match cmd.name:
+        case "node_down":
+            sim.node_down(cmd.arg)
+            return (NodeDown,)
+        case "node_up":
+            sim.node_up(cmd.arg)
+            return (NodeUp,)
+        case _:
+            sim.crash_control_plane()
+            return (ControlPlaneCrashed,)
 
 
 class Drive(Navigable):
@@ -322,7 +333,10 @@ class Drive(Navigable):
         cmd = Command(r.position, r.sim.now, name, arg)
         self.commands.append(cmd)
         r.applied = len(self.commands)
-        return apply_command(r, cmd)
+        report = apply_command(r, cmd)
+        while r.sim.bus.outbox and (ev := r.step()) is not None:
+            self._note(ev)  # step over its events (and any still queued before it)
+        return report
 
     def _drop_checkpoints_after(self, position: int) -> None:
         n = len(self.commands)

@@ -48,13 +48,22 @@ from kvtui.events import (
 from kvtui.run import narrate_pd
 from kvtui.run.facts import Facts, NoFacts
 
-__all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "life_lines", "request_of", "summary"]
+__all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "fmt_score", "life_lines", "request_of", "summary"]
 
 
 # ---------------------------------------------------------------------- number formatting
 def fmt_int(n: float) -> str:
     """1200 -> '1,200'."""
     return f"{int(round(n)):,}"
+
+
+def fmt_score(v: float) -> str:
+    """A router's score, feature or margin, the one way every panel prints them: whole numbers
+    with thousands separators, others to 3 decimals without trailing zeros (1.26729 -> '1.267');
+    the engine keeps 6 decimals, more than a reader compares."""
+    if float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:.3f}".rstrip("0").rstrip(".")
 
 
 def fmt_ms(seconds: float) -> str:
@@ -252,7 +261,7 @@ def _explain_route(ev: RouteDecided, facts: Facts, history: History | None) -> s
     if eligible > 1 and ev.tie:
         out.append(f"It tied with another node at the top score ({ev.tie}).")
     elif eligible > 1 and ev.margin != 0:
-        out.append(f"Its lead over the runner-up is {ev.margin:g} in {ev.policy}'s own score.")
+        out.append(f"Its lead over the runner-up is {fmt_score(ev.margin)} in {ev.policy}'s own score.")
     if ev.stale:
         out.append(f"The index was stale here: {ev.stale} (KV events reach the router late).")
     if chosen is not None and total:
@@ -577,10 +586,10 @@ def life_lines(request: str, life: tuple[Event, ...]) -> list[str]:
 def _candidate_lines(ev: RouteDecided | DecodeRouted) -> list[str]:
     out = []
     for c in sorted(ev.candidates, key=lambda c: -c.score):
-        feats = " ".join(f"{k}={v:g}" for k, v in c.features)
+        feats = " ".join(f"{k}={fmt_score(v)}" for k, v in c.features)
         mark = "▸" if c.node == ev.node else "─"
         note = f"  ({c.note})" if c.note else ""
-        out.append(f"└─{mark} {c.node:<10} score {c.score:9.3f}  {feats}{note}")
+        out.append(f"└─{mark} {c.node:<10} score {fmt_score(c.score):>9}  {feats}{note}")
     return out
 
 
@@ -591,7 +600,7 @@ def _life_step(ev: Event) -> str:
             return (f"arrived at the router: {ev.prompt_tokens} prompt + {ev.output_tokens} output tokens, "
                     f"session {ev.session}, group {ev.group}, turn {ev.turn}")
         case RouteDecided():
-            return f"routed to {ev.node or 'nowhere'} by {ev.policy}: {ev.reason} (margin {ev.margin:g})"
+            return f"routed to {ev.node or 'nowhere'} by {ev.policy}: {ev.reason} (margin {fmt_score(ev.margin)})"
         case RequestScheduled():
             again = " again (resumed)" if ev.resumed else ""
             return (f"scheduled{again} on {ev.node}: {ev.hit_blocks}/{ev.prompt_blocks} prompt blocks from cache, "

@@ -3,7 +3,9 @@ y axis, x ticks and a legend. Pure text, no Rich: each cell carries the index of
 drew it last, so the CLI can colour it, and a test can read it.
 
 Lines between points are drawn on the dot grid with Bresenham's algorithm; a point is marked
-with a series glyph on top of the lines, so series stay distinguishable without colour.
+with a series glyph on top of the lines, so series stay distinguishable without colour. Where
+points of several series fall in one cell, the cell shows `SHARED` (and the legend says what it
+means) rather than the last series' glyph over the others' (QA: one series' points vanished).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from kvtui.sweep.series import Plot
 # braille dot bits by (column 0-1, row 0-3): the Unicode braille pattern layout
 _DOT = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
 MARKERS = "●■▲◆✚✖◉★"
+SHARED = "✱"  # points of several series in one cell
 
 Cell = tuple[str, int | None]  # (character, series index or None)
 
@@ -67,7 +70,7 @@ def render(plot: Plot, width: int = 72, height: int = 18) -> list[list[Cell]]:
     w, h = max(10, width - label_w - 2), max(4, height)
     bits = [[0] * w for _ in range(h)]
     owner: list[list[int | None]] = [[None] * w for _ in range(h)]
-    marks: dict[tuple[int, int], int] = {}
+    marks: dict[tuple[int, int], set[int]] = {}
 
     def dot(px: int, py: int, si: int) -> None:
         if 0 <= px < 2 * w and 0 <= py < 4 * h:
@@ -86,7 +89,7 @@ def render(plot: Plot, width: int = 72, height: int = 18) -> list[list[Cell]]:
             _line(ax, ay, bx, by, lambda px, py: dot(px, py, si))  # noqa: B023 (called at once)
         for px, py in pts:
             dot(px, py, si)
-            marks[(py // 4, px // 2)] = si
+            marks.setdefault((py // 4, px // 2), set()).add(si)
     rows: list[list[Cell]] = [[(f"{plot.y_name} by {plot.x_name}", None)]]
     tick_rows = {round((y1 - v) / (y1 - y0) * (h - 1)): v for v in yt}
     for r in range(h):
@@ -94,8 +97,7 @@ def render(plot: Plot, width: int = 72, height: int = 18) -> list[list[Cell]]:
         row: list[Cell] = [(f"{label:>{label_w}} ┤" if r in tick_rows else " " * label_w + " │", None)]
         for c in range(w):
             if (r, c) in marks:
-                si = marks[(r, c)]
-                row.append((MARKERS[si % len(MARKERS)], si))
+                row.append(_mark(marks[(r, c)]))
             elif bits[r][c]:
                 row.append((chr(0x2800 + bits[r][c]), owner[r][c]))
             else:
@@ -105,7 +107,17 @@ def render(plot: Plot, width: int = 72, height: int = 18) -> list[list[Cell]]:
     rows.append([(" " * (label_w + 2) + _x_axis(plot, w, x0, x1), None)])
     for si, s in enumerate(plot.series):
         rows.append([(" " * (label_w + 2), None), (f"{MARKERS[si % len(MARKERS)]} {s.name}", si)])
+    if any(len(m) > 1 for m in marks.values()):
+        rows.append([(" " * (label_w + 2) + f"{SHARED} points of several series", None)])
     return rows
+
+
+def _mark(series: set[int]) -> Cell:
+    """A point's cell: its series' glyph, or SHARED (uncoloured) when several series meet there."""
+    if len(series) > 1:
+        return (SHARED, None)
+    si = next(iter(series))
+    return (MARKERS[si % len(MARKERS)], si)
 
 
 def _x_axis(plot: Plot, w: int, x0: float, x1: float) -> str:

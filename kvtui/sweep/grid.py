@@ -66,6 +66,7 @@ class RunSpec:
     grid: tuple[tuple[str, str], ...]
     policy: str | None
     seed: int
+    force: bool = False  # --force: no budget (not part of the key: it does not change the result)
 
     def key(self) -> dict:
         return {
@@ -122,6 +123,7 @@ def expand(
     seeds: int,
     overrides: list[str] = (),
     seed: int | None = None,
+    force: bool = False,
 ) -> list[RunSpec]:
     if seeds < 1:
         raise GridError(f"--seeds must be at least 1; got {seeds}")
@@ -138,7 +140,7 @@ def expand(
             grid = tuple(zip((a.key for a in axes), values))
             for policy in policies:
                 for s in range(start, start + seeds):
-                    specs.append(RunSpec(len(specs), path, tuple(overrides), grid, policy, s))
+                    specs.append(RunSpec(len(specs), path, tuple(overrides), grid, policy, s, force))
     return specs
 
 

@@ -11,10 +11,7 @@ reports it); the runs it had not returned are reported as lost, never written as
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
-import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -22,6 +19,7 @@ from dataclasses import dataclass
 
 from kvtui.sweep.grid import RunSpec
 from kvtui.sweep.run import Outcome, execute
+from kvtui.sweep.watchdog import driver_here, watch_driver
 
 
 @dataclass(frozen=True)
@@ -32,28 +30,10 @@ class Lost:
     reason: str
 
 
-WATCH_INTERVAL_S = 0.5  # how often a worker checks that its driver is still there
-
-
-def _start_worker(driver: int) -> None:
+def _start_worker(driver: tuple[str, int]) -> None:
     """Pool initializer: Ctrl-C is the driver's to handle, and a worker ends with its driver."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_watch_driver, args=(driver,), daemon=True, name="kvtui-watch-driver").start()
-
-
-def _watch_driver(driver: int) -> None:
-    """A driver killed by SIGKILL or SIGTERM runs no `finally`, and its pool's workers would wait
-    on their call queue forever (issue 25 found four idle ones). The forkserver is their parent,
-    not the driver, so a parent-death signal would not fire: poll the driver instead and leave
-    when it is gone (the forkserver and resource tracker then end by themselves)."""
-    while True:
-        time.sleep(WATCH_INTERVAL_S)
-        try:
-            os.kill(driver, 0)
-        except ProcessLookupError:
-            os._exit(0)
-        except PermissionError:  # its pid now belongs to another user's process: gone too
-            os._exit(0)
+    watch_driver(driver)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -86,7 +66,7 @@ class LocalBackend:
     def _pool(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
         ctx = multiprocessing.get_context("forkserver")
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_start_worker,
-                                   initargs=(os.getpid(),))
+                                   initargs=(driver_here(),))
         finished = False
         try:
             pending: dict[Future, RunSpec] = {pool.submit(execute, spec): spec for spec in specs}

@@ -7,6 +7,10 @@ tasks": Ray reruns a task whose worker died until it succeeds or the retries run
 When Ray gives up, `ray.get` raises a `RayError` and the run is reported as lost, not written:
 resume redoes it. Application errors never reach Ray: `execute` turns them into error lines.
 
+Each task starts the orphan watchdog the process pool's workers have (kvtui/sweep/watchdog.py):
+on the driver's host, a worker whose driver was killed leaves at once instead of finishing its
+run until the raylet notices.
+
 `--address` connects to an existing cluster (`ray.init(address=...)`); the workers must see the
 scenario files at the same relative paths, which is what `ray job submit --working-dir .` gives
 (the job's working directory is every worker's). Without it a local Ray instance with
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from kvtui.sweep.grid import RunSpec
 from kvtui.sweep.local import Lost
 from kvtui.sweep.run import Outcome, execute
+from kvtui.sweep.watchdog import driver_here, watch_driver
 
 
 class RayUnavailable(RuntimeError):
@@ -33,6 +38,12 @@ def import_ray():
     except ImportError:
         raise RayUnavailable("--backend ray needs Ray: pip install 'kvtui[ray]'") from None
     return ray
+
+
+def execute_watched(spec: RunSpec, driver: tuple[str, int]) -> Outcome:
+    """The Ray task: `execute`, in a worker that ends with its driver (see the module doc)."""
+    watch_driver(driver)
+    return execute(spec)
 
 
 class RayBackend:
@@ -63,8 +74,9 @@ class RayBackend:
     def run(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
         ray = self.ray
         self._connect()
-        task = ray.remote(num_cpus=1)(execute)
-        refs = {task.remote(spec): spec for spec in specs}
+        task = ray.remote(num_cpus=1)(execute_watched)
+        driver = driver_here()
+        refs = {task.remote(spec, driver): spec for spec in specs}
         waiting = list(refs)
         finished = False
         try:

@@ -6,7 +6,8 @@ files on any backend and worker count: the result document's `wall_time_s` is ta
 and travels beside it (`Outcome.wall_time_s`, written to the journal), and the line is built
 here, by the same code, whatever backend called it. A run that fails (a grid value the scenario
 validation rejects, or an error inside the engine) becomes a line with `status: error` and the
-message, so one bad cell does not stop the sweep.
+message, so one bad cell does not stop the sweep; so does a run over the budget, refused by its
+estimate or stopped by the backstop as `kvtui run` would be (kvtui/run/budget.py; not with --force).
 """
 
 from __future__ import annotations
@@ -48,15 +49,17 @@ def error_line(spec: RunSpec, message: str) -> str:
 
 
 def execute(spec: RunSpec) -> Outcome:
-    """Load the scenario with `--set` then the grid values, run it, and return its line."""
+    """Load the scenario with `--set` then the grid values, run it within the budget, and return its line."""
     from kvtui.errors import InputError
     from kvtui.run import run_to_end
+    from kvtui.run.budget import enforce_budget
     from kvtui.scenario import load_scenario
 
     worker = f"{socket.gethostname()}:{os.getpid()}"
     try:
-        scenario = load_scenario(spec.scenario, spec.all_overrides())
-        doc = run_to_end(scenario, spec.seed, spec.policy).document
+        scenario = load_scenario(spec.scenario, spec.all_overrides(), limits=True)
+        budget = enforce_budget(spec.scenario, scenario, spec.force)
+        doc = run_to_end(scenario, spec.seed, spec.policy, on_progress=budget).document
     except InputError as e:
         return Outcome(spec.index, error_line(spec, e.render()), False, 0.0, worker)
     except Exception as e:  # a bug in one cell must not cost the other runs

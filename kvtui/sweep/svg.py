@@ -2,7 +2,9 @@
 
 SVG is text, so this is a few dozen lines of our own rather than a plotting dependency: axes
 with round ticks, one polyline per series with a marker per point, the 95 % interval over seeds
-as a vertical bar at each point, and a legend. Colours are the Okabe-Ito palette (readable with
+as a vertical bar at each point, and a legend. Markers are hollow and of one shape per series
+(circle, square, triangle, diamond, as the terminal's glyphs), so points of several series at
+one place all stay visible (QA: a filled circle hid the one under it). Colours are the Okabe-Ito palette (readable with
 colour-vision deficiencies).
 """
 
@@ -61,13 +63,33 @@ def render_svg(plot: Plot, width: int = 720, height: int = 420, title: str | Non
             if e.half_width is not None:
                 lo, bx = max(e.low, y0), sx(x) + nudge
                 out.append(f'<line x1="{bx:.1f}" y1="{sy(lo):.1f}" x2="{bx:.1f}" y2="{sy(e.high):.1f}" stroke="{colour}"/>')
-            out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(e.mean):.1f}" r="3.5" fill="{colour}"/>')
+            out.append(marker(si, sx(x), sy(e.mean), colour))
         ly = top + 10 + 20 * si
         out.append(f'<line x1="{left + pw + 16}" y1="{ly}" x2="{left + pw + 40}" y2="{ly}" stroke="{colour}" stroke-width="2"/>')
+        out.append(marker(si, left + pw + 28, ly, colour))
         out.append(f'<text x="{left + pw + 46}" y="{ly + 4}">{escape(s.name)}</text>')
     out.append(f'<text x="{left + pw + 16}" y="{top + 30 + 20 * len(plot.series)}" fill="#666">bars: 95 % CI over seeds</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+SHAPES = ("circle", "square", "triangle", "diamond")
+R = 4.5  # a marker's half size, px
+
+
+def marker(si: int, x: float, y: float, colour: str) -> str:
+    """Series `si`'s marker at (x, y): its shape, hollow, so a marker of another shape around
+    or inside it still shows."""
+    style = f'fill="none" stroke="{colour}" stroke-width="1.5"'
+    match SHAPES[si % len(SHAPES)]:
+        case "circle":
+            return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{R - 0.5}" {style}/>'
+        case "square":
+            return f'<rect x="{x - R + 0.5:.1f}" y="{y - R + 0.5:.1f}" width="{2 * R - 1}" height="{2 * R - 1}" {style}/>'
+        case "triangle":
+            return f'<polygon points="{x:.1f},{y - R:.1f} {x + R:.1f},{y + R - 1:.1f} {x - R:.1f},{y + R - 1:.1f}" {style}/>'
+        case _:
+            return f'<polygon points="{x:.1f},{y - R - 1:.1f} {x + R + 1:.1f},{y:.1f} {x:.1f},{y + R + 1:.1f} {x - R - 1:.1f},{y:.1f}" {style}/>'
 
 
 def write_png(plot: Plot, path: str, title: str | None = None) -> None:
@@ -82,7 +104,8 @@ def write_png(plot: Plot, path: str, title: str | None = None) -> None:
         xs = [x for x, _ in s.points]
         ys = [e.mean for _, e in s.points]
         err = [e.half_width or 0.0 for _, e in s.points]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, color=PALETTE[si % len(PALETTE)], label=s.name)
+        ax.errorbar(xs, ys, yerr=err, marker="os^D"[si % 4], markerfacecolor="white", capsize=3,
+                    color=PALETTE[si % len(PALETTE)], label=s.name)
     ax.set_xticks([x for x, _ in plot.x_labels], [t for _, t in plot.x_labels])
     ax.set_xlabel(plot.x_name)
     ax.set_ylabel(plot.y_name)

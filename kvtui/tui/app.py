@@ -37,6 +37,7 @@ from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.reachable import why_unreachable
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
+from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_VARIABLES, PREFERRED_ORDER, install_themes, load_themes
 from kvtui.tui.panels import PANELS, VIEWS, narrow_css
 from kvtui.tui.widgets.block_map import BlockMap
@@ -81,7 +82,7 @@ class MainScreen(Screen[None]):
             apply()
 
 
-class KvtuiApp(App[None]):
+class KvtuiApp(FittedToasts, App[None]):
     CSS_PATH = "app.tcss"
     CSS = narrow_css()
     TITLE = "kvtui"

@@ -8,7 +8,8 @@ live (token hit rate, TTFT p50 and p95, rejections, evictions), shortened to fit
 lesson "prefix-first melts one node, load-aware spreads it" is one screen.
 
 Keys: space play/pause, s step, g go to a time (both sides) or an event number (the left's;
-the right follows to its time), + / - speed, ? help, q quit.
+the right follows to its time), + / - speed, ? help, q quit. The single view's jump keys
+(e, r, p, ...) say why they do not jump here rather than doing nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from textual.widgets import Footer, Static
 from kvtui.scenario.model import Scenario
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
-from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
+from kvtui.tui.controls import CONTROLS, DEFAULT_SPEED, NEXT, SPEEDS
+from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.event_log import EventLog
@@ -118,11 +120,12 @@ class Side(Vertical):
         self.why.show(ev, self.runner.explain(ev), "latest")
 
 
-class CompareApp(App[None]):
+class CompareApp(FittedToasts, App[None]):
     TITLE = "kvtui compare"
     CSS = """
     #sides { height: 1fr; }
     #diff { height: auto; background: $boost; text-style: bold; padding: 0 1; }
+    Toast { max-width: 75%; }  /* as app.tcss: Textual's 50 % is 40 columns at 80 */
     """
     BINDINGS = [
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -134,6 +137,7 @@ class CompareApp(App[None]):
         Binding("Y", "why('right')", "Why (right)", show=False),
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
         Binding("minus", "speed(-1)", "Slower", key_display="-"),
+        *(Binding(c.keys, f"no_jump('{c.label}')", c.label, show=False) for c in CONTROLS if c.group is NEXT),
     ]
 
     def __init__(self, scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,
@@ -243,6 +247,12 @@ class CompareApp(App[None]):
             return
         self.refresh_panels()
 
+    def action_no_jump(self, what: str) -> None:
+        """A jump key of the single view: the two runs' events differ (that is the point of the
+        screen), so "the next one" would be one side's; say so, and what works instead."""
+        self.notify(f"Not in the split screen: each run has its own next {what}. g goes both to a "
+                    "time; the single view (without --vs) jumps.", title=f"Jump to next {what}")
+
     def action_why(self, side: str) -> None:
         """The Why of one side's latest decision or event, whole (screens/why.py)."""
         from kvtui.tui.screens.why import WhyScreen, candidate_notes
@@ -258,14 +268,32 @@ class CompareApp(App[None]):
         self.refresh_panels()
 
     def action_help(self) -> None:
-        self.notify(
-            "space play/pause · s step (both runs to the same sim time) · g go to a time or #event · "
-            "y / Y the left's / right's Why in full · "
-            "+ / - speed · q quit. "
-            "Left: the scenario's policy; right: --vs. Same seed, same arrivals.",
-            title="Compare",
-            timeout=8,
-        )
+        """The help screen the single view has (screens/help.py), with this screen's keys: a
+        toast of them took 11 of 24 rows at 80x24, and a second one ran off the top (QA)."""
+        from kvtui.tui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(HelpScreen(HELP_ROWS, PANELS, "kvtui split screen help", palette=False))
+
+
+HELP_ROWS = [
+    ("space", "play / pause (both runs, in lockstep by sim time)"),
+    ("s", "step: both runs to the same sim time"),
+    ("g", "go to a time (both runs) or #event (the left's; the right follows to its time)"),
+    ("y / Y", "the left's / right's Why in full"),
+    ("+ / -", "faster / slower"),
+    (" ".join(c.keys for c in CONTROLS if c.group is NEXT), "the single view's jumps: each run has its own next event, so here they say so"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+PANELS = """\
+Left         the scenario's policy (or --policy); right: --vs. Same seed, same arrivals.
+Each side    its key numbers, block maps, the Why of its latest event and its event log
+             (those two from 30 rows up).
+Δ line       how the right run differs from the left: token hit rate, TTFT p50 and p95,
+             rejections, evicted blocks."""
 
 
 def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,

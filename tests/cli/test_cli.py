@@ -172,8 +172,8 @@ def test_ladder_eta_scales_the_estimate_by_the_runs_so_far():
 
 
 def test_a_run_past_its_budget_stops_with_exit_2_naming_the_file(tmp_path):
-    """issue 24: what the estimate cannot bound is enforced as the run goes (kvtui/cli/budget.py)."""
-    from kvtui.cli.budget import RunBudget
+    """issue 24: what the estimate cannot bound is enforced as the run goes (kvtui/run/budget.py)."""
+    from kvtui.run.budget import RunBudget
     from kvtui.cli.common import run_once
     from kvtui.errors import InputError
     from kvtui.scenario import load_scenario
@@ -217,3 +217,17 @@ def test_an_unknown_policy_gets_the_nearest_name_everywhere():
     assert p.returncode == 2 and "unknown policy 'dynamoo'; did you mean 'dynamo'?" in p.stderr
     assert "did you mean 'cache_aware'?" in unknown_policy("cache_awar")
     assert "did you mean" not in unknown_policy("zzzz") and "known: round_robin" in unknown_policy("zzzz")
+
+
+def test_compare_enforces_the_run_time_budget_on_every_run(monkeypatch):
+    """QA: only `run` passed the backstop (kvtui/run/budget.py); `compare` ran on past it."""
+    from kvtui.cli.compare import main as compare
+    from kvtui.errors import InputError
+    from kvtui.run.budget import RunBudget
+
+    monkeypatch.setattr(RunBudget.__init__, "__defaults__", (0.0, None))  # no CPU time at all
+    for how in ([], ["--sweep", "workload.arrival.rate=1"], ["--ladder", "1"]):
+        with pytest.raises(InputError) as e:
+            compare(["scenarios/pressure.yaml", "--set", "workload.duration_s=10", *how])
+        assert str(e.value).startswith("scenarios/pressure.yaml: over budget while running"), how
+    assert compare(["scenarios/pressure.yaml", "--set", "workload.duration_s=10", "--force"]) == 0

@@ -58,10 +58,10 @@ def test_commands_replay_at_their_moment(scenario):
     assert down.kind == "node_down"
     for _ in range(100):
         d.step()
-    expect = d.run.last
+    expect, at = d.run.last, d.position
     d.goto(150)  # before the command: node-a is up again
     assert d.sim.node_by_name["node-a"].up
-    d.goto(300)  # forward again: the command is replayed at event 200
+    d.goto(at)  # forward again: the command is replayed at event 200
     assert not d.sim.node_by_name["node-a"].up
     assert d.run.last == expect
 
@@ -129,3 +129,30 @@ def test_the_byte_budget_drops_checkpoints_farthest_first_and_changes_no_event(s
         d.maintain(60.0)
     assert d.position == 650 and d.run.last == straight.run.last
     assert _journal_digest(d) == _journal_digest(straight)
+
+
+def test_one_numbering_event_n_is_the_nth_event_even_after_commands(scenario):
+    """QA: after `d`/`c` the header (position) counted stepped events while the panels show the
+    event's own number, and `g #N` landed elsewhere. A command's events are stepped like any
+    other, so position N is always the event numbered N, forward, back and by go-to."""
+    d = Drive(scenario, every=50)
+    for _ in range(200):
+        d.step()
+    down = d.command("node_down", "node-a")
+    assert d.position == d.run.last.seq >= down.seq
+    up = d.command("node_up", "node-a")
+    assert d.position == d.run.last.seq >= up.seq
+    seen = {}
+    for _ in range(100):
+        ev = d.step()
+        assert ev.seq == d.position
+        seen[ev.seq] = ev
+    for n in (down.seq, up.seq, down.seq - 1, up.seq + 1, 290):
+        d.goto(n)
+        assert d.position == n and d.run.last.seq == n
+    d.goto(up.seq + 2)
+    for _ in range(4):
+        ev = d.back()
+        assert ev.seq == d.position
+    d.goto(300)
+    assert d.run.last == seen[300]

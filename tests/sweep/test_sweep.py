@@ -332,3 +332,69 @@ def test_the_sweep_package_imports_neither_textual_nor_rich():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == ""
+
+
+def test_a_sweep_run_keeps_the_budget_unless_forced(monkeypatch):
+    """QA: a sweep's runs had neither the estimate's check nor the backstop `kvtui run` has
+    (kvtui/run/budget.py): now a run over either is a failed line naming the file."""
+    from kvtui.run.budget import RunBudget
+    from kvtui.sweep.run import execute
+
+    monkeypatch.setattr(RunBudget.__init__, "__defaults__", (0.0, None))  # no CPU time at all
+    spec = small_specs(rates=("1",), seeds=1)[0]
+    out = execute(spec)
+    assert not out.ok and "over budget while running" in out.line and "pressure.yaml" in out.line
+    assert execute(expand([PRESSURE], [], [None], 1, SMALL[1::2], force=True)[0]).ok
+    huge = expand([PRESSURE], [], [None], 1, ["workload.duration_s=1e9"])[0]
+    out = execute(huge)  # refused by its estimate before it runs
+    assert not out.ok and "over budget: estimated run time" in out.line
+
+
+def _ray_task_with_driver(pid: int, overrides: list[str]) -> subprocess.CompletedProcess:
+    """The Ray backend's task function, run in a process of its own (no Ray needed) for a driver `pid`."""
+    code = (
+        "import socket, sys\n"
+        "from kvtui.sweep.grid import expand\n"
+        "from kvtui.sweep.raytasks import execute_watched\n"
+        f"spec = expand([{PRESSURE!r}], [], [None], 1, {overrides!r})[0]\n"
+        f"assert execute_watched(spec, (socket.gethostname(), {pid})).ok\n"
+        "print('finished its run')\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_a_ray_task_ends_with_its_driver():
+    """QA: the process pool's workers leave when their driver is killed; Ray's kept running the
+    simulation until the raylet noticed. A task whose driver is gone leaves without finishing;
+    with its driver there, it finishes."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    long_run = ["workload.duration_s=60", "workload.arrival.schedule=[]", "workload.arrival.rate=20"]
+    orphan = _ray_task_with_driver(gone.pid, long_run)
+    assert orphan.returncode == 0 and "finished its run" not in orphan.stdout, orphan.stderr
+    watched = _ray_task_with_driver(os.getpid(), SMALL[1::2])
+    assert "finished its run" in watched.stdout, watched.stderr
+
+
+def _two_series_meeting():
+    from kvtui.sweep.series import Plot, Series
+    from kvtui.sweep.stats import Estimate
+
+    same = [(0.0, Estimate(3, 10.0, 1.0)), (1.0, Estimate(3, 20.0, 1.0))]
+    apart = [(0.0, Estimate(3, 10.0, 1.0)), (1.0, Estimate(3, 5.0, 1.0))]  # meets `same` at x=0 only
+    return Plot("rate", "ttft", [(0.0, "1"), (1.0, "2")], [Series("a", same), Series("b", apart)])
+
+
+def test_plot_markers_of_series_that_meet_stay_visible():
+    """QA: where two series' points meet, the later marker hid the earlier one (terminal: the
+    last glyph won the cell; SVG: a filled circle covered the other)."""
+    from kvtui.sweep.chart import MARKERS, SHARED, render
+    from kvtui.sweep.svg import render_svg
+
+    text = "\n".join("".join(ch for ch, _ in row) for row in render(_two_series_meeting(), 40, 10))
+    assert text.count(SHARED) == 2 and f"{SHARED} points of several series" in text  # the meeting point, and the legend
+    assert text.count(MARKERS[0]) == 2 and text.count(MARKERS[1]) == 2  # each series' own point, and its legend line
+    root = ET.fromstring(render_svg(_two_series_meeting()))
+    ns = "{http://www.w3.org/2000/svg}"
+    marks = [e for e in root.iter() if e.get("fill") == "none" and e.get("stroke", "").startswith("#")]
+    assert {e.tag for e in marks} >= {f"{ns}circle", f"{ns}rect"}  # a shape per series, hollow

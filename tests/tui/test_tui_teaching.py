@@ -286,3 +286,48 @@ def test_a_long_go_to_runs_in_the_frames_and_escape_cancels_it():
             assert app.going is None and app.runner.position == 40
 
     run(go())
+
+
+def test_split_screen_jump_keys_say_why_they_do_not_jump(scenario):
+    """QA: e, r, p, ... did nothing and said nothing in the split screen."""
+    from kvtui.tui.compare import make_compare_app
+    from kvtui.tui.controls import CONTROLS, NEXT
+
+    async def go():
+        app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
+        async with app.run_test(size=(80, 24)) as pilot:
+            for control in (c for c in CONTROLS if c.group is NEXT):
+                before = app.lockstep.now, app.left.position
+                await pilot.press(control.keys)
+                await pilot.pause()
+                said = list(app._notifications)[-1]
+                assert said.title == f"Jump to next {control.label}" and "g goes both to a time" in said.message
+                assert (app.lockstep.now, app.left.position) == before
+
+    run(go())
+
+
+def test_toasts_at_80x24_stay_whole_on_screen(make, scenario):
+    """QA: at 80x24 toasts were cut: Textual's half-width cap made them 40 columns wide and
+    stacked them past the top of the screen. There they are three quarters of it (58 columns)
+    and a new one replaces those on show, in both apps; the split screen's help is a screen of
+    its own, not an 11-row toast."""
+    from textual.widgets._toast import Toast
+
+    from kvtui.tui.compare import CompareApp, make_compare_app
+    from kvtui.tui.screens.help import HelpScreen
+
+    async def toasts_after(app, keys):
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await pilot.press(*keys)
+            for _ in range(3):  # the toast rack is updated after the notification (call_later)
+                await pilot.pause()
+            toasts = list(app.screen.query(Toast))
+            assert toasts and all(t.region.width >= 56 for t in toasts)
+            assert all(app.screen.region.contains_region(t.region) for t in toasts)
+            if isinstance(app, CompareApp):
+                await pilot.press("question_mark")
+                assert isinstance(app.screen, HelpScreen) and "split screen" in app.screen.title_text
+
+    run(toasts_after(make(), ["c", "l", "w", "c"]))  # no metadata: long refusals, and the detail note
+    run(toasts_after(make_compare_app(scenario, "round_robin", fps=0, theme="dark"), ["e", "r", "p", "question_mark", "escape", "f"]))

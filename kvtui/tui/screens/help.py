@@ -58,18 +58,19 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,q", "app.pop_screen", "Close help"),
     ]
 
-    def __init__(self, rows: list[tuple[str, str]]):
+    def __init__(self, rows: list[tuple[str, str]], panels: str = PANELS, title: str = "kvtui help", palette: bool = True):
         super().__init__()
-        self.rows = rows
+        self.rows, self.panels, self.title_text, self.palette = rows, panels, title, palette
 
     def compose(self) -> ComposeResult:
         width = max((len(k) for k, _ in self.rows), default=5) + 2
         keys = "\n".join(f"  {k:<{width}}{d}" for k, d in self.rows)
         with VerticalScroll() as vs:
-            vs.border_title = "kvtui help (escape closes)"
-            yield Static("Controls (also in the command palette, ctrl+p)", classes="help-title", markup=False)
+            vs.border_title = f"{self.title_text} (escape closes)"
+            palette = " (also in the command palette, ctrl+p)" if self.palette else ""
+            yield Static(f"Controls{palette}", classes="help-title", markup=False)
             yield Static(keys, markup=False)
             yield Static("Block map key", classes="help-title", markup=False)
             yield Static(legend_text(), markup=False)
             yield Static("Panels", classes="help-title", markup=False)
-            yield Static(PANELS, markup=False)
+            yield Static(self.panels, markup=False)

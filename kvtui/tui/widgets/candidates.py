@@ -21,12 +21,7 @@ from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from kvtui.events import RouteDecided
-
-
-def _num(v: float) -> str:
-    if float(v).is_integer():
-        return f"{int(v):,}"
-    return f"{v:.3f}".rstrip("0").rstrip(".")
+from kvtui.run.narrate import fmt_score
 
 
 def ranked(ev: RouteDecided) -> list:
@@ -51,9 +46,9 @@ def candidate_rows(ev: RouteDecided, short: int = 0) -> tuple[list[str], list[li
     best = next((c.score for c in ev.candidates if c.node == ev.node), None)
     for c in ranked(ev):
         pick = "→" if c.node == ev.node else ("✖" if not c.eligible else " ")
-        behind = "-" if best is None or not c.eligible or c.node == ev.node else _num(best - c.score)
-        row = [f"{pick} {c.node}", _num(c.score) if c.eligible else "-", behind]
-        row += [_num(c.feature(name)) for name in names]
+        behind = "-" if best is None or not c.eligible or c.node == ev.node else fmt_score(best - c.score)
+        row = [f"{pick} {c.node}", fmt_score(c.score) if c.eligible else "-", behind]
+        row += [fmt_score(c.feature(name)) for name in names]
         row.append(c.note or ("picked" if c.node == ev.node else ""))
         rows.append(row)
     return header, rows
@@ -88,7 +83,7 @@ def decision_line(ev: RouteDecided) -> str:
     elif ev.margin == 0:
         lead = "picked by rule, no runner-up score"
     else:
-        lead = f"margin {_num(ev.margin)} over the runner-up"
+        lead = f"margin {fmt_score(ev.margin)} over the runner-up"
     line = f"{ev.request} · {ev.policy} · {lead}"
     return line + (f" · STALE: {ev.stale}" if ev.stale else "")
 
