@@ -149,6 +149,7 @@ class BlockMap(Widget):
         self._base: Style | None = None
         self._strips: dict[tuple[int, int], tuple[tuple, Strip]] = {}
         self._label_styles: dict[str, Style] = {}
+        self._pass_nodes: list | None = None
         self.reset_groups()
 
     # ------------------------------------------------------------------ data
@@ -158,7 +159,10 @@ class BlockMap(Widget):
         self.groups = {g.name: i % OWNER_COLOURS for i, g in enumerate(groups)}
 
     def nodes(self) -> list:
-        """The engine's read-only node views (kvtui/sim/view.py): this widget never reads a pool."""
+        """The engine's read-only node views (kvtui/sim/view.py): this widget never reads a pool.
+        Within one drawing pass, the snapshot taken when the pass began (see render_lines)."""
+        if self._pass_nodes is not None:
+            return self._pass_nodes
         view = self.runner.view()
         if self.only is not None:
             node = view.node(self.only)
@@ -369,13 +373,10 @@ class BlockMap(Widget):
         if cached is not None and cached.key == key:
             return cached
         state = tier.state
-        groups = self.groups
-        slot_of = {}
-        owner = np.fromiter(
-            (slot_of[o] if o in slot_of else slot_of.setdefault(o, owner_slot(o, groups)) for o in tier.owner),
-            dtype=np.int64,
-            count=n,
-        )
+        # A node holds a few groups across thousands of blocks: slot each distinct name once,
+        # then map the blocks with a C-level lookup (a generator per block cost ~1 ms a node).
+        slot_of = {o: owner_slot(o, self.groups) for o in set(tier.owner)}
+        owner = np.fromiter(map(slot_of.__getitem__, tier.owner), dtype=np.int64, count=n)
         used = tier.used
         cached_idle = tier.cached_idle
         if not node.up:
@@ -542,6 +543,19 @@ class BlockMap(Widget):
         return segs
 
     # ------------------------------------------------------------------ the Line API
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Every line of one pass drawn from one snapshot of the node views.
+
+        The cluster view is rebuilt on each `runner.view()` (~0.14 ms at 64 nodes), and each
+        line asked for it three times (the nodes, the layout's sizes, the cell width): ~0.4 ms
+        a line, most of a map's redraw. Nothing advances the run while Textual draws, so one
+        snapshot per pass shows exactly what a fresh view per line showed."""
+        self._pass_nodes = self.nodes()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass_nodes = None
+
     def render_line(self, y: int) -> Strip:
         width, height = self.size
         base = self._ensure_styles()
