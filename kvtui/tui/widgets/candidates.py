@@ -21,6 +21,7 @@ from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from kvtui.events import RouteDecided
+from kvtui.tui.widgets.in_place import update_in_place
 
 
 def _num(v: float) -> str:
@@ -136,7 +137,7 @@ class CandidateTable(ScrollableContainer):
             text = Text("select a routing decision to see every candidate", style=self.get_component_rich_style("candidates--out"))
         else:
             text = self._table(ev)
-        self.body.update(text)
+        update_in_place(self.body, text)
 
     def _table(self, ev: RouteDecided) -> Text:
         width = max(20, self.scrollable_content_region.width or self.size.width or 80)
