@@ -216,10 +216,23 @@ class BlockMap(Widget):
         return Region(col * (col_w + GAP), row * node_h, col_w, node_h)
 
     def set_selected(self, name: str | None) -> None:
-        if name != self.selected:
-            self.selected = name
-            self._strips.clear()
+        """Redraw only the nodes whose label shows the mark: the one left and the one chosen
+        (a row's cached strips know which of its labels were selected, see render_line)."""
+        if name == self.selected:
+            return
+        old, self.selected = self.selected, name
+        regions = self._node_regions({old, name} - {None})
+        if regions:
+            self.refresh(*regions)
+        else:
             self.refresh()
+
+    def _node_regions(self, names: set[str]) -> list[Region]:
+        """The regions of these nodes, or [] (the whole map) when one is not on it."""
+        shown = [n.name for n in self.nodes()]
+        if not names <= set(shown):
+            return []
+        return [self.node_region(shown.index(name)) for name in names]
 
     def rebind(self) -> None:
         """The runner restarted: drop everything cached about the old simulation."""
@@ -567,7 +580,9 @@ class BlockMap(Widget):
         grid_row, line = divmod(y, node_h)
         first = grid_row * c
         row_nodes = nodes[first : first + c]
-        key = (width, c, col_w, node_h, self.cursor, tuple(self.node_key(n) for n in row_nodes))
+        labelled = line == 0 or node_h == 1  # the lines that draw the selection mark
+        marks = tuple(n.name == self.selected for n in row_nodes) if labelled else None
+        key = (width, c, col_w, node_h, self.cursor, marks, tuple(self.node_key(n) for n in row_nodes))
         hit = self._strips.get((grid_row, line))
         if hit is not None and hit[0] == key:
             return hit[1]
