@@ -323,3 +323,56 @@ def test_a_jump_to_a_kv_transfer_under_a_colocated_policy_says_why_at_once():
 
     assert "no KV moves" in why_unreachable(SimpleNamespace(policy="load_prefix"), "transfer")
     assert why_unreachable(SimpleNamespace(policy="llm_d_pd"), "transfer") is None
+
+
+def test_moving_the_selection_redraws_both_labels_from_the_strip_cache(make):
+    """`]` no longer drops every cached row: the rows whose labels carry the mark are keyed on
+    it, so the node left loses ▸ and the node chosen gains it, and nothing else is rebuilt."""
+    async def go():
+        app = make()
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.press("space", "space")  # some blocks in use
+            maps = app.maps
+            labels = lambda: [maps.render_line(y).text for y in range(maps.size.height)
+                              if "▸" in maps.render_line(y).text]
+            first = app.selected_node
+            assert any(first in line for line in labels())
+            cached_cells = {k: v for k, v in maps._strips.items() if k[1] != 0}
+            await pilot.press("right_square_bracket")
+            second = app.selected_node
+            assert second != first
+            marked = labels()
+            assert len(marked) == 1 and f"▸{second}" in marked[0]
+            assert f"▸{first}" not in "".join(marked)
+            assert all(maps._strips.get(k) is v for k, v in cached_cells.items())
+
+    asyncio.run(go())
+
+
+def test_update_in_place_lays_out_only_when_the_size_changes(make):
+    from textual.widgets import Static
+
+    from kvtui.tui.widgets.in_place import update_in_place
+
+    async def go():
+        app = make()
+        async with app.run_test(size=(200, 60)) as pilot:
+            await app.screen.mount(Static("one line", id="probe"))
+            await pilot.pause()
+            probe = app.screen.query_one("#probe", Static)
+            layouts = []
+            original = probe.refresh
+
+            def spy(*regions, **kw):
+                layouts.append(kw.get("layout", False))
+                return original(*regions, **kw)
+
+            probe.refresh = spy
+            update_in_place(probe, "another line")
+            assert not any(layouts)
+            update_in_place(probe, "now\ntwo lines")
+            assert any(layouts)
+            await pilot.pause()
+            assert probe.size.height == 2
+
+    asyncio.run(go())

@@ -22,6 +22,7 @@ from textual.widgets import Static
 
 from kvtui.events import RouteDecided
 from kvtui.run.narrate import fmt_score
+from kvtui.tui.widgets.in_place import update_in_place
 
 
 def ranked(ev: RouteDecided) -> list:
@@ -131,7 +132,7 @@ class CandidateTable(ScrollableContainer):
             text = Text("select a routing decision to see every candidate", style=self.get_component_rich_style("candidates--out"))
         else:
             text = self._table(ev)
-        self.body.update(text)
+        update_in_place(self.body, text)
 
     def _table(self, ev: RouteDecided) -> Text:
         width = max(20, self.scrollable_content_region.width or self.size.width or 80)

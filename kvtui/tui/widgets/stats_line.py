@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from kvtui.tui.widgets.in_place import update_in_place
+
 
 def stats_text(run) -> str:
     """Token hit rate first (the share of prompt tokens served from cache, the figure a serving
@@ -64,4 +66,4 @@ class StatsLine(Static):
         text = stats_text(run)
         if text != self._text:
             self._text = text
-            self.update(text)
+            update_in_place(self, text)

@@ -95,8 +95,15 @@ class Timeline(Widget):
                 out.append((ev.at, GLYPH[kind], kind))
         return out
 
+    def now_column(self, width: int, span: float) -> int:
+        return min(width - 1, int(self.runner.now / span * (width - 1)))
+
     def tick(self) -> None:
-        key = (self.size.width, round(self.runner.now, 3), len(self.runner.journal.marks), self.runner.generation)
+        """Redraw when what is drawn moves: the current moment's column (not the time itself:
+        at 200 columns it stays put for many frames), the span, the marks."""
+        width, span = self.size.width, self.span()
+        column = self.now_column(width, span) if width > 0 else 0
+        key = (width, column, span, len(self.runner.journal.marks), self.runner.generation)
         if key != self._key:
             self._key = key
             self.refresh()
@@ -111,7 +118,7 @@ class Timeline(Widget):
         mark_style = self.get_component_rich_style("timeline--mark")
         ch_style = self.get_component_rich_style("timeline--chapter")
         now_style = self.get_component_rich_style("timeline--now")
-        now_col = min(width - 1, int(self.runner.now / span * (width - 1)))
+        now_col = self.now_column(width, span)
         wanted = [(now_col, "●")]
         kinds = {}
         for t, glyph, _kind in sorted(self.marks(), key=lambda m: (m[2] != "chapter", m[0])):
