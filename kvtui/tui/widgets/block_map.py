@@ -221,7 +221,7 @@ class BlockMap(Widget):
         if name == self.selected:
             return
         old, self.selected = self.selected, name
-        regions = self._node_regions({old, name} - {None})
+        regions = self._node_regions({n for n in (old, name) if n is not None})
         if regions:
             self.refresh(*regions)
         else:

@@ -11,6 +11,8 @@ could move something.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.widgets import Static
 
 UNBOUNDED = 1 << 20  # a container width no content reaches: the natural width, never a cap
@@ -20,8 +22,9 @@ def _needed_size(widget: Static, width: int, auto_width: bool) -> tuple[int | No
     """(natural width if the width is auto, lines needed at `width`): what layout reads.
     The natural width is measured uncapped, so any change a cap could hide still counts."""
     visual = widget._render()
-    natural = visual.get_optimal_width(widget.styles, UNBOUNDED) if auto_width else None
-    return natural, visual.get_height(widget.styles, width)
+    styles: Any = widget.styles  # Textual's own callers pass RenderStyles where Visual's hints say RulesMap
+    natural = visual.get_optimal_width(styles, UNBOUNDED) if auto_width else None
+    return natural, visual.get_height(styles, width)
 
 
 def update_in_place(widget: Static, content) -> None:
