@@ -8,7 +8,10 @@ without knowing which.
 Cell states follow vLLM v1's prefix caching as the pool models it (kvtui/sim/blocks.py):
 a block is *used* while a request holds a reference, *pinned* when it is a preloaded system
 prompt (a reference never released), *cached* when its reference count is 0 but it still
-holds a key (in the free queue, evictable in LRU order), and *free* otherwise.
+holds a key (in the free queue, evictable in LRU order), and *free* otherwise. Under
+prefill/decode disaggregation a used block a KV transfer is moving right now is *moving*, on
+both nodes: the prefill node's copy being read and the decode node's block being written
+(kvtui/sim/handoff.py; docs/disaggregation.md).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FREE, CACHED, USED, PINNED = 0, 1, 2, 3
-STATE_NAMES = ("free", "cached", "used", "pinned")
+FREE, CACHED, USED, PINNED, MOVING = 0, 1, 2, 3, 4
+STATE_NAMES = ("free", "cached", "used", "pinned", "moving")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +30,7 @@ class TierView:
 
     name: str  # "gpu" (a CPU offload tier adds "cpu")
     num_blocks: int
-    state: np.ndarray  # int8 per block: FREE / CACHED / USED / PINNED (read-only)
+    state: np.ndarray  # int8 per block: FREE / CACHED / USED / PINNED / MOVING (read-only)
     owner: tuple[str, ...]  # prefix group whose data each block holds ("" when none)
     used: int
     cached_idle: int
@@ -66,7 +69,7 @@ class BlockView:
     node: str
     index: int
     tier: str
-    state: str  # free / cached / used / pinned
+    state: str  # free / cached / used / pinned / moving (null: block 0)
     group: str  # owner prefix group ("" when none)
     key: int | None  # the chained block hash it holds
     parent: int | None  # the key of the block before it in its sequence (None: first block)
@@ -75,6 +78,7 @@ class BlockView:
     holders: tuple[str, ...]  # requests holding it now
     stored_by: str | None  # the request whose computation stored its key
     session: str | None  # that request's session
+    transfer: str = ""  # when moving: where to, for which request ("" otherwise)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,14 +38,14 @@ def explain(ev: Event) -> str:
         case KVTransferWaiting():
             return (f"{ev.request} is prefilled on {ev.prefill_node}, but {ev.reason}. It waits for room, first come first "
                     f"served, its {ev.blocks} blocks still held on {ev.prefill_node} (vLLM's NIXL connector keeps them "
-                    f"until the decode side reads them); its TTFT grows meanwhile.")
+                    f"until the decode side reads them; the map shows them in use, not yet in flight); its TTFT grows meanwhile.")
         case KVTransferStarted():
             return _explain_transfer(ev)
         case KVTransferDone():
             return (f"The KV of {ev.request} arrived on {ev.decode_node}, {_ms(ev.waited_s)} after its prefill ended on "
                     f"{ev.prefill_node}: {ev.prefill_node} frees its copy (still cached there for later prompts) and "
                     f"{ev.decode_node} registers the {ev.blocks} blocks and computes the last prompt token, whose "
-                    f"logits give the first output token.")
+                    f"logits give the first output token. Neither map shows those blocks in flight any more.")
     return summary(ev)
 
 
@@ -68,7 +68,11 @@ def _explain_transfer(ev: KVTransferStarted) -> str:
                    f"bytes / bandwidth + latency = {_ms(ev.seconds)} ({rate:.1f} GB/s in effect).")
     if ev.queued_s > 0:
         out.append(f"It first waits {_ms(ev.queued_s)} behind earlier transfers on the same link.")
-    out.append("Both copies stay pinned until it lands.")
+    if ev.blocks:
+        out.append(f"Both copies stay pinned until it lands, and the maps mark those {ev.blocks} blocks in flight on "
+                   f"{ev.prefill_node} and on {ev.decode_node} meanwhile; the {ev.hit_blocks} already there show in use.")
+    else:
+        out.append("Nothing moves: the decode node runs it from its own cache.")
     return " ".join(out)
 
 

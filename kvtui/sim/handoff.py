@@ -49,6 +49,7 @@ class _Handoff:
     blocks: int = 0  # blocks moved
     nbytes: int = 0
     reserved: bool = False  # the decode node allocated the request's blocks
+    ready: int = 0  # blocks the decode node already held (its cached prefix): they do not move
 
 
 class Handoffs:
@@ -72,6 +73,7 @@ class Handoffs:
         self.resubmit = resubmit
         self.waiting: dict[str, deque[_Handoff]] = {}
         self.in_flight = 0  # prefilled and not yet running on the decode node
+        self.moving: dict[str, _Handoff] = {}  # request id -> its transfer on the link (started, not landed)
         for node in nodes.values():
             node.handoff = self.prefilled
         bus.listen(self._on_batch, (BatchStepped,))
@@ -119,6 +121,8 @@ class Handoffs:
             return False
         ready, load_s = room
         h.reserved = True
+        h.ready = ready
+        self.moving[h.req.id] = h
         total = -(-h.req.prompt_tokens // h.dst.block_size)
         h.blocks = total - ready
         h.nbytes = h.blocks * self.block_bytes[h.dst.name]
@@ -154,7 +158,29 @@ class Handoffs:
         return True
 
     def _drop_source(self, h: _Handoff) -> None:
+        self.moving.pop(h.req.id, None)
         if h.held is not None and h.src.lives == h.src_life:
             h.src.drop_blocks(h.held)
             h.src.outbound -= 1
         h.held = None
+
+    def blocks_in_flight(self, node: str) -> list[int]:
+        """The blocks of `node` a transfer is moving now (for the views, kvtui/sim/view.py): on a
+        prefill node, the copies being read; on a decode node, the blocks being written. The
+        decode node's cached prefix (`ready` blocks) does not move, so it is not among them."""
+        out: list[int] = []
+        for h in self.moving.values():
+            if h.src.name == node and h.held is not None:
+                out.extend(h.held[h.ready:])
+            if h.dst.name == node:
+                out.extend(h.req.blocks[h.ready:])
+        return out
+
+    def transfer_at(self, node: str, index: int) -> tuple[str, str, str, int] | None:
+        """(request, prefill node, decode node, blocks moved) of the transfer moving block
+        `index` of `node` now, or None (the inspector's line, kvtui/sim/view.py)."""
+        for h in self.moving.values():
+            src = h.src.name == node and h.held is not None and index in h.held[h.ready:]
+            if src or (h.dst.name == node and index in h.req.blocks[h.ready:]):
+                return h.req.id, h.src.name, h.dst.name, h.blocks
+        return None

@@ -17,6 +17,11 @@ a block is *used* while a request holds a reference, *pinned* when it is a prelo
 prompt (a reference never released), *cached* when its reference count is 0 but it still
 holds a key (in the free queue, evictable in LRU order), and *free* otherwise. Block 0 is vLLM's
 null block, never allocated: it is drawn as pinned (held for good) and inspected as "null".
+Under prefill/decode disaggregation, the blocks a KV transfer is moving right now are *moving*
+on both nodes of the pair (`Handoffs.blocks_in_flight`, kvtui/sim/handoff.py): from the
+transfer's start to its landing, the same span as the `KVTransferStarted` / `KVTransferDone`
+events. A transfer still waiting for room on its decode node moves nothing yet: its blocks are
+used. Views only read: building them changes no state and draws no random number.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvtui.sim.blocks import NULL_BLOCK
-from kvtui.views import CACHED, FREE, PINNED, USED, BlockView, ClusterView, KeyFigures, NodeView, TierView
+from kvtui.views import CACHED, FREE, MOVING, PINNED, USED, BlockView, ClusterView, KeyFigures, NodeView, TierView
 
 NULL_OWNER = "null block"  # block 0's owner in views: vLLM's placeholder, never allocated
 
@@ -34,9 +39,16 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _gpu_tier(node) -> TierView:
+def in_flight(sim, node_name: str) -> tuple[int, ...]:
+    """The blocks of a node a KV transfer is moving now (none without disaggregation)."""
+    handoffs = getattr(sim, "handoffs", None)
+    return tuple(handoffs.blocks_in_flight(node_name)) if handoffs is not None else ()
+
+
+def _gpu_tier(node, moving: tuple[int, ...] = ()) -> TierView:
     """The pool's blocks by state. Block 0, vLLM's null block, is never allocated: it shows as
-    held for good (the pinned glyph), under the owner name "null block"."""
+    held for good (the pinned glyph), under the owner name "null block". `moving`: the blocks a
+    transfer is moving (they are used, so the used count keeps them)."""
     pool = node.pool
     n = pool.num_blocks
     ref = np.fromiter(pool.ref, dtype=np.int64, count=n)
@@ -48,32 +60,35 @@ def _gpu_tier(node) -> TierView:
     if n:
         state[NULL_BLOCK] = PINNED
         owner = (NULL_OWNER,) + owner[1:]
+    if moving:
+        state[np.fromiter(moving, dtype=np.int64, count=len(moving))] = MOVING
     used = int(np.count_nonzero(ref > 0))
     cached_idle = int(np.count_nonzero(state == CACHED))
     return TierView("gpu", n, _readonly(state), owner, used, cached_idle)
 
 
-def node_version(node, hits: tuple[int, int, int] | None = None) -> tuple:
+def node_version(node, hits: tuple[int, int, int] | None = None, moving: tuple[int, ...] = ()) -> tuple:
     """A cheap key that changes whenever the node's view would (views are cached on it)."""
     pool, cpu = node.pool, node.kv.cpu
     held = len(cpu) if cpu is not None else -1
-    return (id(pool.ref), pool.version, node.up, len(node.running), len(node.waiting), hits, held, node.outbound, node.inbound)
+    return (id(pool.ref), pool.version, node.up, len(node.running), len(node.waiting), hits, held, node.outbound, node.inbound, moving)
 
 
-def node_view(node, hits: tuple[int, int, int] | None = None) -> NodeView:
+def node_view(node, hits: tuple[int, int, int] | None = None, moving: tuple[int, ...] = ()) -> NodeView:
     """The one place a node's view is built (a new tier is added here). `hits`: (hits, requests)
-    over the recent window, then all completed requests (run/journal.py)."""
+    over the recent window, then all completed requests (run/journal.py); `moving`: the blocks
+    a transfer is moving now (`in_flight`)."""
     hit_rate = hits[0] / hits[1] if hits and hits[1] else None
     return NodeView(
         name=node.name,
         up=node.up,
-        tiers=(_gpu_tier(node),),
+        tiers=(_gpu_tier(node, moving),),
         running=tuple(r.id for r in node.running),
         waiting=tuple(r.id for r in node.waiting),
         hit_rate=hit_rate,
         completed=hits[2] if hits else 0,
         evicted_total=node.pool.evicted_total,
-        version=node_version(node, hits),
+        version=node_version(node, hits, moving),
         cpu=(len(node.kv.cpu), node.kv.cpu.capacity) if node.kv.cpu is not None else None,
         role=node.role,
         moving=(node.outbound, node.inbound),
@@ -91,10 +106,11 @@ class ViewCache:
         for node in sim.nodes:
             hits = journal.node_hits.get(node.name) if journal is not None else None
             hits = tuple(hits) if hits is not None else None
-            key = node_version(node, hits)
+            moving = in_flight(sim, node.name)
+            key = node_version(node, hits, moving)
             v = self._nodes.get(node.name)
             if v is None or v.version != key:
-                v = node_view(node, hits)
+                v = node_view(node, hits, moving)
                 self._nodes[node.name] = v
             out.append(v)
         return ClusterView(tuple(out), sim.now, sim.bus.seq if position is None else position)
@@ -118,6 +134,9 @@ def block_view(sim, node_name: str, index: int, journal=None) -> BlockView | Non
         state = "cached"
     else:
         state = "free"
+    transfer = _transfer_words(sim, node_name, index)
+    if transfer:
+        state = "moving"
     lru = None
     if ref == 0 and index in pool.free_queue:
         for i, b in enumerate(pool.free_queue):
@@ -143,7 +162,19 @@ def block_view(sim, node_name: str, index: int, journal=None) -> BlockView | Non
         holders=holders,
         stored_by=stored_by,
         session=session,
+        transfer=transfer,
     )
+
+
+def _transfer_words(sim, node_name: str, index: int) -> str:
+    """The inspector's line for a block a transfer is moving ("" when none is)."""
+    handoffs = getattr(sim, "handoffs", None)
+    found = handoffs.transfer_at(node_name, index) if handoffs is not None else None
+    if found is None:
+        return ""
+    request, src, dst, blocks = found
+    way = f"leaving for {dst}" if node_name == src else f"arriving from {src}"
+    return f"in flight: {way} (request {request}, {blocks} blocks on the link)"
 
 
 def _pct(values: list[float], q: float) -> float | None:

@@ -258,3 +258,51 @@ def test_a_node_failure_during_handoffs_loses_their_kv_and_the_requests_start_ov
         n.pool.check()
         assert n.pool.used_count == 0 and n.outbound == n.inbound == 0, n.name
     assert sim.handoffs.in_flight == 0 and not any(sim.handoffs.waiting.values())
+
+
+def test_blocks_in_flight_are_moving_on_both_maps_from_start_to_landing(tmp_path):
+    """Issue 22: every started transfer's moved blocks are MOVING on the prefill node's view and
+    on the decode node's, as many as the event says; once it lands, no block of the pair is."""
+    from kvtui.events import KVTransferDone
+    from kvtui.sim.view import ViewCache, block_view
+    from kvtui.views import MOVING
+
+    sim = Simulation(scenario(tmp_path))
+    views = ViewCache()
+    started, landed = [], []
+
+    def moving(name):
+        return int((views.cluster(sim).node(name).gpu.state == MOVING).sum())
+
+    def look(ev):
+        pair = (moving(ev.prefill_node), moving(ev.decode_node))
+        if isinstance(ev, KVTransferStarted):
+            started.append((ev.blocks, *pair))
+            first = int(sim.handoffs.blocks_in_flight(ev.decode_node)[0]) if ev.blocks else None
+            if first is not None:
+                b = block_view(sim, ev.decode_node, first)
+                assert b.state == "moving" and f"arriving from {ev.prefill_node}" in b.transfer
+        elif len(sim.handoffs.moving) == 0:
+            landed.append(pair)
+
+    sim.subscribe(look, (KVTransferStarted, KVTransferDone))
+    sim.run()
+    # a pair may carry other transfers at once, so the counts are at least this one's blocks
+    assert started and all(src >= n and dst >= n for n, src, dst in started)
+    assert any(n > 0 and src == dst == n for n, src, dst in started)
+    assert landed and all(pair == (0, 0) for pair in landed)
+
+
+def test_a_colocated_run_has_no_block_in_flight(tmp_path):
+    from kvtui.events import RequestCompleted, RequestScheduled
+    from kvtui.sim.view import ViewCache
+    from kvtui.views import MOVING
+
+    both = NODES.replace("role: prefill", "role: both").replace("role: decode", "role: both")
+    sim = Simulation(scenario(tmp_path, nodes=both, router="{policy: cache_aware}"))
+    assert sim.handoffs is None
+    views, seen = ViewCache(), []
+    sim.subscribe(lambda _ev: seen.append(sum(int((n.gpu.state == MOVING).sum()) for n in views.cluster(sim).nodes)),
+                  (RequestScheduled, RequestCompleted))
+    sim.run()
+    assert seen and set(seen) == {0}

@@ -151,3 +151,21 @@ def test_rejection_why_in_full(snap_compare, make, size):
 def test_decision_why_in_full(snap_compare, make, size):
     """y on a decision: its Why and every candidate's note in full."""
     assert snap_compare(make(), terminal_size=size, run_before=keys_after(STEPS, "n", "y"))
+
+
+# ---------------------------------------------------------------------- issue 22: blocks in flight
+PD_STEP = 1337  # disaggregation.yaml's KVTransferStarted at 22.88 s: 113 blocks prefill-a -> decode-a
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_blocks_in_flight_on_both_maps(snap_compare, size):
+    """Mid-transfer on the P/D scenario, paused: the moving blocks draw ⇄ on prefill-a's map and
+    on decode-a's, the legend lists the glyph, and the Why panel explains the transfer."""
+    from pathlib import Path
+
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.app import make_app
+
+    pd = Path(__file__).resolve().parents[2] / "kvtui" / "scenarios" / "disaggregation.yaml"
+    app = make_app(load_scenario(str(pd), []), fps=0, theme="dark")
+    assert snap_compare(app, terminal_size=size, run_before=steps(PD_STEP))

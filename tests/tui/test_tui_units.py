@@ -376,3 +376,40 @@ def test_update_in_place_lays_out_only_when_the_size_changes(make):
             assert probe.size.height == 2
 
     asyncio.run(go())
+
+
+# ---------------------------------------------------------------------- issue 22: blocks in flight
+def test_a_block_in_flight_draws_its_own_glyph_alone_or_in_a_mix():
+    from kvtui.tui.widgets.block_map import G_MOVING, GLYPH_MOVING, GLYPHS
+    from kvtui.views import MOVING
+
+    state = np.array([MOVING] * 4 + [USED, USED, USED, MOVING] + [CACHED, FREE, FREE, FREE], dtype=np.int8)
+    owner = np.array([2] * 4 + [3] * 4 + [4, 0, 0, 0], dtype=np.int64)
+    codes = BlockMap._aggregate(state, owner, len(state), 4)
+    glyph, slot, tint = codes >> 5, (codes >> 1) & 15, codes & 1
+    assert list(glyph[:2]) == [G_MOVING, G_MOVING] and glyph[2] != G_MOVING  # any block moving marks the cell
+    assert list(slot[:2]) == [2, 3] and list(tint[:2]) == [0, 0]
+    assert GLYPHS[G_MOVING] == GLYPH_MOVING and GLYPH_MOVING not in (GLYPHS[:G_MOVING])
+
+
+def test_the_inspector_says_where_a_moving_block_goes():
+    from kvtui.tui.screens.zoom import block_text
+    from kvtui.views import BlockView
+
+    b = BlockView("decode-a", 40, "gpu", "moving", "chat", 7, None, 1, None, ("req-9",), None, None,
+                  transfer="in flight: arriving from prefill-a (request req-9, 113 blocks on the link)")
+    text = block_text(b)
+    assert "state moving" in text and text.endswith("arriving from prefill-a (request req-9, 113 blocks on the link)")
+    assert "in flight" not in block_text(BlockView("n", 1, "gpu", "used", "g", 7, None, 1, None, (), None, None))
+
+
+def test_the_legend_lists_in_flight_only_when_kv_can_move(make):
+    from kvtui.tui.widgets.legend import Legend
+
+    async def go():
+        app = make()
+        async with app.run_test(size=(160, 50)):
+            legend = app.query_one(Legend)
+            assert not legend.moves_kv() and "in flight" not in str(legend.render())
+
+    asyncio.run(go())

@@ -30,13 +30,20 @@ def owner_breakdown(nv) -> str:
     for state, owner in zip(tier.state.tolist(), tier.owner):
         counts[STATE_NAMES[state]][owner or "?"] += 1
     free = sum(counts["free"].values())
-    names = sorted(set(counts["used"]) | set(counts["cached"]) | set(counts["pinned"]))
+    names = sorted(set(counts["used"]) | set(counts["cached"]) | set(counts["pinned"]) | set(counts["moving"]))
     parts = [
-        f"{n}: {counts['used'][n]} in use, {counts['pinned'][n]} pinned, {counts['cached'][n]} cached" for n in names
+        f"{n}: {counts['used'][n] + counts['moving'][n]} in use{_moving(counts['moving'][n])}, "
+        f"{counts['pinned'][n]} pinned, {counts['cached'][n]} cached"
+        for n in names
     ]
     head = f"{nv.name}: {tier.num_blocks} blocks, {free} free" + ("" if nv.up else " — DOWN")
     head += f"; running {len(nv.running)}, waiting {len(nv.waiting)}"
     return head + ("  │  " + "  │  ".join(parts) if parts else "")
+
+
+def _moving(n: int) -> str:
+    """A group's blocks in flight, inside its in-use count ("" when none: colocated runs read as before)."""
+    return f" ({n} in flight)" if n else ""
 
 
 def block_text(b, k: int = 1) -> str:
@@ -57,6 +64,8 @@ def block_text(b, k: int = 1) -> str:
         f"key {key}   parent {parent}",
         f"held by {', '.join(b.holders) if b.holders else 'nobody'}",
     ]
+    if b.transfer:
+        lines.append(b.transfer)
     return "\n".join(lines)
 
 

@@ -5,12 +5,15 @@ running / waiting, hit rate, DOWN mark) and a grid of cells. A block's *state* i
 group whose data it holds) by its colour, so the map reads without colour too:
 
     █ in use      ▓ pinned      ░ cached, idle (evictable)      · free      × node down
+    ⇄ in flight: a KV transfer is moving it, drawn on both the prefill and the decode node's map
+      (kvtui/sim/view.py; the legend lists it only when some node has a prefill/decode role)
 
 When a node has more blocks than its panel has cells, one cell stands for `k` consecutive
 blocks and shows their mix: a cell whose blocks all share one state keeps that state's glyph;
 a mixed cell with blocks in use draws a bar ▁▂▃▄▅▆▇ as high as the share in use (on a tinted
 background when some of the rest is cached); a mix of cached and free blocks shows ░ when at
-least half are cached, else ·. The label says `1:k` when cells are aggregated.
+least half are cached, else ·; a cell with any block in flight shows ⇄, so a move is never
+averaged away. The label says `1:k` when cells are aggregated.
 
 Rendering is cached per node: the cell codes are recomputed only when the pool's version (or
 its identity: a node that went down gets a fresh pool), the cell size or the theme change, and
@@ -36,20 +39,25 @@ from textual.widget import Widget
 from kvtui.run.journal import HIT_WINDOW
 from kvtui.tui.themes import DEFAULT_VARIABLES, OWNER_COLOURS
 
-FREE, CACHED, USED, PINNED, PAD = 0, 1, 2, 3, 4
+from kvtui.views import CACHED, FREE, MOVING, PINNED, USED
+
+PAD = 5  # past the views' state codes: the padding of a node's last aggregated cell
 
 GLYPH_FREE = "·"
 GLYPH_CACHED = "░"
 GLYPH_USED = "█"
 GLYPH_PINNED = "▓"
 GLYPH_DOWN = "×"
+GLYPH_MOVING = "⇄"
 BARS = "▁▂▃▄▅▆▇"
 
 # Cell codes: glyph index * 32 + owner slot * 2 + tinted-background flag.
 G_FREE, G_CACHED, G_USED, G_PINNED, G_DOWN = 0, 1, 2, 3, 4
 G_BAR0 = 5  # 5..11: ▁..▇
 G_FREE_OWNED = 12  # mostly free, some cached: a dot in the owner's colour
-GLYPHS = [GLYPH_FREE, GLYPH_CACHED, GLYPH_USED, GLYPH_PINNED, GLYPH_DOWN, *BARS, GLYPH_FREE]
+G_MOVING = 13
+GLYPHS = [GLYPH_FREE, GLYPH_CACHED, GLYPH_USED, GLYPH_PINNED, GLYPH_DOWN, *BARS, GLYPH_FREE, GLYPH_MOVING]
+STATE_GLYPH = np.array([G_FREE, G_CACHED, G_USED, G_PINNED, G_MOVING], dtype=np.int64)  # by the views' state code
 
 MIN_COLUMN = 22  # narrowest node column worth drawing side by side
 GAP = 1
@@ -58,8 +66,8 @@ POOL_ORDER = {"prefill": 0, "both": 1, "decode": 2}  # maps grouped by pool: pre
 
 def pool_words(node) -> tuple[str, str]:
     """The pool and the KV in flight on a node's label, long and short ("" for a colocated node
-    with nothing moving): blocks pinned for a transfer are drawn used on both maps, and the label
-    counts the requests whose KV is leaving (⇢) or arriving (⇠)."""
+    with nothing moving): the label counts the requests whose KV is leaving (⇢) or arriving (⇠),
+    waiting for room or on the link; the blocks a started transfer is moving draw ⇄ on both maps."""
     out, arriving = node.moving
     moving = (f" ⇢{out}" if out else "") + (f" ⇠{arriving}" if arriving else "")
     if node.role == "both":
@@ -396,7 +404,7 @@ class BlockMap(Widget):
             m = ceil(n / k)
             codes = np.full(m, G_DOWN * 32, dtype=np.int64)
         elif k == 1:
-            glyph = state.astype(np.int64)  # FREE..PINNED line up with G_FREE..G_PINNED
+            glyph = STATE_GLYPH[state]
             codes = glyph * 32 + np.where(state == FREE, 0, owner * 2)
         else:
             codes = self._aggregate(state, owner, n, k)
@@ -417,8 +425,9 @@ class BlockMap(Widget):
         cached = np.count_nonzero(S == CACHED, axis=1)
         used = np.count_nonzero(S == USED, axis=1)
         pinned = np.count_nonzero(S == PINNED, axis=1)
-        total = free + cached + used + pinned
-        busy = used + pinned
+        moving = np.count_nonzero(S == MOVING, axis=1)
+        total = free + cached + used + pinned + moving
+        busy = used + pinned + moving
         # majority owner: blocks in use weigh 2, cached ones 1, free ones 0
         weight = np.where(S >= USED, 2, np.where(S == CACHED, 1, 0))
         weight = np.where(S == PAD, 0, weight)
@@ -438,7 +447,8 @@ class BlockMap(Widget):
         mixed_idle = (~uniform) & (busy == 0)
         glyph = np.where(mixed_idle & (cached * 2 >= total), G_CACHED, glyph)
         glyph = np.where(mixed_idle & (cached * 2 < total), G_FREE_OWNED, glyph)
-        tint = (mixed_busy & (cached > 0)).astype(np.int64)
+        glyph = np.where(moving > 0, G_MOVING, glyph)
+        tint = (mixed_busy & (cached > 0) & (moving == 0)).astype(np.int64)
         slot = np.where(glyph == G_FREE, 0, slot)
         return glyph * 32 + slot * 2 + tint
 

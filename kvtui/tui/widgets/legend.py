@@ -1,4 +1,7 @@
-"""The block map's key: one glyph per state, one colour per prefix group (from the theme)."""
+"""The block map's key: one glyph per state, one colour per prefix group (from the theme).
+
+The in-flight glyph (⇄, blocks a KV transfer is moving) is listed only when some node has a
+prefill or decode role: a colocated cluster never moves KV, and its key reads as before."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from kvtui.tui.widgets.block_map import (
     GLYPH_CACHED,
     GLYPH_DOWN,
     GLYPH_FREE,
+    GLYPH_MOVING,
     GLYPH_PINNED,
     GLYPH_USED,
     owner_slot,
@@ -39,6 +43,10 @@ class Legend(Widget):
             return []
         return [g.name for g in sc.workload.groups]
 
+    def moves_kv(self) -> bool:
+        """Whether any node has a prefill/decode role (only then can blocks be in flight)."""
+        return any(n.role != "both" for n in self.runner.view().nodes)
+
     def render(self) -> Text:
         var = {**DEFAULT_VARIABLES, **getattr(self.app, "theme_variables", {})}
         dim = self.get_component_rich_style("legend--dim")
@@ -49,11 +57,13 @@ class Legend(Widget):
             except Exception:
                 return Style(color=Color.parse(DEFAULT_VARIABLES[name]).rich_color)
 
+        moving = self.moves_kv()
         full = [
             (GLYPH_USED, " in use  "),
             (GLYPH_PINNED, " pinned  "),
             (GLYPH_CACHED, " cached  "),
             (GLYPH_FREE, " free  "),
+            *([(GLYPH_MOVING, " in flight  ")] if moving else []),
             (BARS[1] + BARS[4] + BARS[6], " mix  "),
             (GLYPH_DOWN, " down  "),
         ]
@@ -62,6 +72,7 @@ class Legend(Widget):
             (GLYPH_PINNED, "pin "),
             (GLYPH_CACHED, "cached "),
             (GLYPH_FREE, "free "),
+            *([(GLYPH_MOVING, "moving ")] if moving else []),
             (BARS[1] + BARS[4] + BARS[6], "mix "),
             (GLYPH_DOWN, "down "),
         ]

@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from kvtui.views import PINNED, USED
+from kvtui.views import MOVING, PINNED, USED
 from kvtui.tui.themes import DEFAULT_VARIABLES, OWNER_COLOURS
 from kvtui.tui.widgets.block_map import owner_slot
 
@@ -71,7 +71,7 @@ class OverviewStrip(Widget):
         n = tier.num_blocks
         busy = tier.used
         level = 0 if n == 0 or busy == 0 else max(1, round(8 * busy / n))
-        owners = Counter(o for s, o in zip(tier.state.tolist(), tier.owner) if s in (USED, PINNED) and o)
+        owners = Counter(o for s, o in zip(tier.state.tolist(), tier.owner) if s in (USED, PINNED, MOVING) and o)
         slot = owner_slot(owners.most_common(1)[0][0], groups) if owners else None
         return LEVELS[level] if level else "·", slot
 
