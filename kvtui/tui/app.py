@@ -60,6 +60,7 @@ FRAME_BUDGET_S = 0.025  # most wall time a frame may spend advancing the simulat
 MIN_BUDGET_S = 0.004  # ... and the least, when drawing takes most of the frame period
 MAX_FRAME_GAP_S = 0.25  # a stalled frame never asks for more sim time than this x speed
 GIVE_WAY_TO = (events.Key, events.MouseDown)  # input a play frame steps aside for (App._give_way)
+GIVE_WAY_S = 0.12  # ... for this long after it arrives, and never longer since the last advance
 LOG_BATCH = 500  # most log lines added per frame (the logs keep 500; lines are formatted only when drawn)
 WIDE = 120  # columns from which every panel is shown at once
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
@@ -121,8 +122,7 @@ class KvtuiApp(FittedToasts, App[None]):
         self.frame_times: deque[float] = deque(maxlen=600)
         self._last_frame = time.perf_counter()  # the last frame that advanced (play pacing)
         self._last_tick = self._last_frame  # the last frame at all (lateness)
-        self._input_waiting = False  # a key or click arrived and no frame has given way to it yet
-        self._gave_way = False
+        self._input_at = -math.inf  # when the last key or click reached the app
         self._last_slow = 0.0
         self._last_freeze = 0.0
         self._decision_shown = None
@@ -238,26 +238,28 @@ class KvtuiApp(FittedToasts, App[None]):
     # ------------------------------------------------------------------ the frame
     def post_message(self, message) -> bool:
         # Input reaches the app here (from the driver) before its handler runs; the frame
-        # timer is a task of its own, so it may fire first, or between the key's handling and
-        # the screen update that shows it (see _give_way).
+        # timer is a task of its own, so it may fire before the key is handled, or between
+        # its handling and the screen update that shows it (see _give_way).
         if isinstance(message, GIVE_WAY_TO):
-            self._input_waiting = True
+            self._input_at = time.perf_counter()
         return super().post_message(message)
 
-    def _give_way(self) -> bool:
-        """Skip this frame's work when input is waiting, so the key's handling and its screen
-        update run before another frame's engine advance (~25 ms) instead of behind it. Never
-        two frames in a row (held keys would stop play); play pacing keeps, as the next frame
-        advances by the wall time since the last frame that advanced."""
-        waiting, self._input_waiting = self._input_waiting, False
-        self._gave_way = waiting and not self._gave_way
-        return self._gave_way
+    def _give_way(self, start: float) -> bool:
+        """Skip this frame's work for a moment after input arrives, so the key's handler and
+        its screen update run before another engine advance (up to 25 ms) instead of behind
+        it: on big-cluster at 200x60 a key handled just after a frame waited for the next
+        frame's advance before its screen update (traced with benchmarks/tui_bench.py). The
+        key reaches the app twice (from the driver, then bubbling up from the focused widget)
+        and the screen update comes later still, so the pause is a short time, not one frame.
+        Never longer than GIVE_WAY_S since the last advance (held keys would stop play); play
+        pacing keeps, as the next frame advances by the wall time since the last advance."""
+        return start - self._input_at < GIVE_WAY_S and start - self._last_frame < GIVE_WAY_S
 
     def _frame(self) -> None:
         start = time.perf_counter()
         gap = start - self._last_tick
         self._last_tick = start
-        if self._give_way():
+        if self._give_way(start):
             return
         elapsed = min(start - self._last_frame, MAX_FRAME_GAP_S)
         self._last_frame = start
