@@ -248,9 +248,9 @@ class KvtuiApp(FittedToasts, App[None]):
         """Skip this frame's work for a moment after input arrives, so the key's handler and
         its screen update run before another engine advance (up to 25 ms) instead of behind
         it: on big-cluster at 200x60 a key handled just after a frame waited for the next
-        frame's advance before its screen update (traced with benchmarks/tui_bench.py). The
-        key reaches the app twice (from the driver, then bubbling up from the focused widget)
-        and the screen update comes later still, so the pause is a short time, not one frame.
+        frame's advance before its screen update (a timeline around tui_bench.py's key run). That
+        trace showed the key posted to the app twice before its binding ran, and the screen
+        update later still, so the pause is a short time, not one frame.
         Never longer than GIVE_WAY_S since the last advance (held keys would stop play); play
         pacing keeps, as the next frame advances by the wall time since the last advance."""
         return start - self._input_at < GIVE_WAY_S and start - self._last_frame < GIVE_WAY_S
