@@ -8,7 +8,9 @@ everything else from the engine's state and event stream (through `kvtui.run.Run
 Play mode runs on a fixed frame timer: each frame advances the simulation by speed x elapsed
 wall time, but never for longer than a wall budget, so input is handled within a frame even
 when the cluster is big (the simulation then simply runs slower than asked, and the status
-line says "behind").
+line says "behind"). A frame that finds a key (or click) waiting does no work at all and
+leaves its wall time to the next frame, so the key's handling and the screen update showing it
+are not queued behind an engine advance.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ FPS = 20
 FRAME_BUDGET_S = 0.025  # most wall time a frame may spend advancing the simulation
 MIN_BUDGET_S = 0.004  # ... and the least, when drawing takes most of the frame period
 MAX_FRAME_GAP_S = 0.25  # a stalled frame never asks for more sim time than this x speed
+GIVE_WAY_TO = (events.Key, events.MouseDown)  # input a play frame steps aside for (App._give_way)
+GIVE_WAY_S = 0.12  # ... for this long after it arrives, and never longer since the last advance
 LOG_BATCH = 500  # most log lines added per frame (the logs keep 500; lines are formatted only when drawn)
 WIDE = 120  # columns from which every panel is shown at once
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
@@ -116,7 +120,9 @@ class KvtuiApp(FittedToasts, App[None]):
         self.selected_node: str | None = self.runner.node_names()[0] if self.runner.node_names() else None
         self.highlight: Event | None = None
         self.frame_times: deque[float] = deque(maxlen=600)
-        self._last_frame = time.perf_counter()
+        self._last_frame = time.perf_counter()  # the last frame that advanced (play pacing)
+        self._last_tick = self._last_frame  # the last frame at all (lateness)
+        self._input_at = -math.inf  # when the last key or click reached the app
         self._last_slow = 0.0
         self._last_freeze = 0.0
         self._decision_shown = None
@@ -230,10 +236,32 @@ class KvtuiApp(FittedToasts, App[None]):
             self.tabs.set_active(view)
 
     # ------------------------------------------------------------------ the frame
+    def post_message(self, message) -> bool:
+        # Input reaches the app here (from the driver) before its handler runs; the frame
+        # timer is a task of its own, so it may fire before the key is handled, or between
+        # its handling and the screen update that shows it (see _give_way).
+        if isinstance(message, GIVE_WAY_TO):
+            self._input_at = time.perf_counter()
+        return super().post_message(message)
+
+    def _give_way(self, start: float) -> bool:
+        """Skip this frame's work for a moment after input arrives, so the key's handler and
+        its screen update run before another engine advance (up to 25 ms) instead of behind
+        it: on big-cluster at 200x60 a key handled just after a frame waited for the next
+        frame's advance before its screen update (a timeline around tui_bench.py's key run). That
+        trace showed the key posted to the app twice before its binding ran, and the screen
+        update later still, so the pause is a short time, not one frame.
+        Never longer than GIVE_WAY_S since the last advance (held keys would stop play); play
+        pacing keeps, as the next frame advances by the wall time since the last advance."""
+        return start - self._input_at < GIVE_WAY_S and start - self._last_frame < GIVE_WAY_S
+
     def _frame(self) -> None:
         start = time.perf_counter()
-        gap = start - self._last_frame
-        elapsed = min(gap, MAX_FRAME_GAP_S)
+        gap = start - self._last_tick
+        self._last_tick = start
+        if self._give_way(start):
+            return
+        elapsed = min(start - self._last_frame, MAX_FRAME_GAP_S)
         self._last_frame = start
         # Adapt the simulation's share of the frame: when frames arrive late, drawing (or the
         # engine) is eating the period, so the next frame advances for less time and key
