@@ -333,8 +333,11 @@ def test_moving_the_selection_redraws_both_labels_from_the_strip_cache(make):
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.press("space", "space")  # some blocks in use
             maps = app.maps
-            labels = lambda: [maps.render_line(y).text for y in range(maps.size.height)
-                              if "▸" in maps.render_line(y).text]
+
+            def labels() -> list[str]:
+                return [maps.render_line(y).text for y in range(maps.size.height)
+                        if "▸" in maps.render_line(y).text]
+
             first = app.selected_node
             assert any(first in line for line in labels())
             cached_cells = {k: v for k, v in maps._strips.items() if k[1] != 0}
