@@ -15,6 +15,7 @@ from kvtui.scenario import load_scenario
 from kvtui.scenario.model import DynamoConfig, Router, SGLangConfig
 from kvtui.sim.engine import Simulation
 from kvtui.sim.request import Request
+from tests.sim.router.test_router_core import state
 from kvtui.sim.router.base import Context
 from kvtui.sim.router.dynamo import Dynamo, softmax_probabilities
 from kvtui.sim.router.radix_tree import RadixTree
@@ -26,21 +27,8 @@ BS = 16
 
 
 def ns(name, prefix=0, total=4, running=0, waiting=0, problem=None):
-    from kvtui.sim.router.state import NodeState
-
-    return NodeState(
-        name=name,
-        problem=problem,
-        prefix=prefix,
-        prefix_score=prefix / total if total else 0.0,
-        total=total,
-        running=running,
-        waiting=waiting,
-        used_blocks=0,
-        free_blocks=100,
-        usable_blocks=100,
-        prefill_tokens=0,
-    )
+    """A snapshot of an idle-sized node (100 free blocks), as the core router tests build them."""
+    return state(name, prefix, total, running, waiting, problem=problem)
 
 
 def req(rid, keys, prompt=None, out=8):
