@@ -417,7 +417,7 @@ class PredictedLatencyConfig:
     kv_buckets: int = field(default=20, metadata=doc("KV-usage buckets of the training window (20: llm-d's steps of 5 %)", min=1, max=100))
     objective: Literal["relative", "quantile"] = field(
         default="relative",
-        metadata=doc("xgboost: relative (squared error weighted 1/y^2, kvtui's) or quantile (llm-d's default, at quantile_alpha)"),
+        metadata=doc("xgboost: relative (squared error of log latency, kvtui's) or quantile (llm-d's default, at quantile_alpha)"),
     )
     quantile_alpha: float = field(default=0.9, metadata=doc("objective quantile: the quantile trained (llm-d: 0.9)", min=0.01, max=0.99))
     iteration_feature: bool = field(

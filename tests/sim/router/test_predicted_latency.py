@@ -440,3 +440,18 @@ def test_the_router_reads_the_running_iteration_only_when_the_option_is_on():
     busy = [v for v in seen[True] if v > 0]
     assert min(seen[True]) >= 0 and len(busy) > len(seen[True]) / 10
     assert max(busy) < 1000.0  # a share of one iteration, milliseconds, not a whole segment
+
+
+def test_relative_objective_learns_a_rare_saturated_regime():
+    """A node saturates: 40 samples of a 6-10 s TTFT among 960 of 40-80 ms. The relative
+    objective must fit them (log target). With 1 / y^2 sample weights each slow sample weighed
+    ~4e-5 and XGBoost's min_child_weight (5) never let them form a leaf: 10 s predicted at ~0.1 s."""
+    pytest.importorskip("xgboost")
+    rng = np.random.default_rng(5)
+    fast = [((0.3, 1000.0, 0.0, 40.0, 0.0, 0.8, 0.0), float(rng.uniform(40, 80))) for _ in range(960)]
+    slow = [((1.0, 1000.0, 15.0, 90.0, 2e5, 0.8, 0.0), float(rng.uniform(6000, 10000))) for _ in range(40)]
+    rows, ys = zip(*(fast + slow))
+    p = fitted(PredictorConfig(regressor="xgboost", ensemble_split=0), rows, np.asarray(ys))
+    ttft = p.predict([slow[0][0], fast[0][0]])[0]
+    assert 5000 < ttft[0] < 11000, ttft
+    assert 30 < ttft[1] < 100, ttft
