@@ -6,7 +6,7 @@ Run:  python benchmarks/routing_study.py [--seeds N] [--workers K]   (default 3 
       (one policy's rows, with extra overrides)
       python benchmarks/routing_study.py --options   (predicted_latency's prediction error per
       predictor option: llm-d's defaults, the blog's 10 KV buckets, llm-d's p90 quantile
-      objective, kvtui's iteration feature; 4 x 5 scenarios x N seeds)
+      objective, kvtui's iteration feature, llm-d's tokens-in-flight count; 5 x 5 scenarios x N seeds)
 
 Every cell is one `kvtui sweep` over N seeds (seeds S..S+N-1, S the scenario's own), so each
 figure is a mean with its 95 % Student-t half-width (kvtui.sweep.stats). The policies are the
@@ -58,6 +58,7 @@ OPTIONS = (
     ("kv_buckets: 10 (the blog's tens of percent)", ("router.predicted_latency.kv_buckets=10",)),
     ("objective: quantile (llm-d's p90)", ("router.predicted_latency.objective=quantile",)),
     ("iteration_feature: true (kvtui's, beyond llm-d)", ("router.predicted_latency.iteration_feature=true",)),
+    ("tokens_in_flight: epp (llm-d's count, to completion)", ("router.predicted_latency.tokens_in_flight=epp",)),
 )
 MAPES = (("TTFT", "routing.prediction.ttft_mape"), ("TPOT", "routing.prediction.tpot_mape"))
 

@@ -423,6 +423,11 @@ class PredictedLatencyConfig:
     iteration_feature: bool = field(
         default=False, metadata=doc("kvtui's option beyond llm-d: the time left in the node's running iteration as a feature")
     )
+    tokens_in_flight: Literal["node", "epp"] = field(
+        default="node",
+        metadata=doc("node: prompt tokens queued or not yet prefilled on the node (kvtui's); epp: llm-d's EPP count, "
+                     "prompts routed there until they complete"),
+    )
     min_samples: int = field(default=10, metadata=doc("samples before the first fit (cold fallback until then)", min=2, max=1_000_000))
     retrain_interval_s: float = field(default=1.0, metadata=doc("sim seconds between retrains (when new samples came)", min=0, max=1e9))
     retrain_samples: int = field(default=0, metadata=doc("also retrain after this many new samples; 0: only by time", min=0, max=1_000_000_000))

@@ -97,6 +97,7 @@ class Pred:
 class Pending:
     node: str
     row: Row
+    tokens: int  # what this request added to its node's EPP count (`in_flight`)
     ttft: float | None  # predicted, ms (None: routed cold)
     tpot: float | None
     ttft_done: bool = False
@@ -175,11 +176,12 @@ def blend_scores(bucket: Sequence[NodeState], preds: dict[str, Pred], ttft_weigh
 
 class PredictedLatency(Policy):
     EVENT_TYPES = (FirstToken, RequestCompleted, RequestRejected)
-    READS_PREFILL_TOKENS = True
+    READS_PREFILL_TOKENS = True  # per instance: False with `tokens_in_flight: epp` (the policy counts)
 
     def __init__(self, cfg: PredictedLatencyConfig | None = None, predictor: LatencyPredictor | None = None) -> None:
         self.cfg = cfg or PredictedLatencyConfig()
         self.READS_ITERATION_LEFT = self.cfg.iteration_feature
+        self.READS_PREFILL_TOKENS = self.cfg.tokens_in_flight == "node"
         self._no_slo = True  # the request being decided carries no SLO (set per decision)
         c = self.cfg
         self.predictor = predictor or LatencyPredictor(
@@ -197,6 +199,7 @@ class PredictedLatency(Policy):
             )
         )
         self.pending: dict[str, Pending] = {}
+        self.in_flight: dict[str, int] = {}  # node -> prompt tokens routed there, not yet completed
         self.tpot_slos: dict[str, dict[str, float]] = {}  # node -> request -> TPOT SLO (ms) in flight
         self.last: tuple[str, dict[str, Pred]] | None = None  # the last decision's predictions
         self.ttft_mape = Mape(c.mape_window)
@@ -218,10 +221,13 @@ class PredictedLatency(Policy):
         return cls(cfg.predicted_latency)
 
     # ------------------------------------------------------------------ features and predictions
-    @staticmethod
-    def features(req: Request, s: NodeState) -> Row:
+    def features(self, req: Request, s: NodeState, own: int = 0) -> Row:
+        """One candidate's row. Tokens in flight: the node's own count, or llm-d's EPP count
+        (`tokens_in_flight: epp`) plus `own`, the request's prompt in a training row: upstream
+        reads the counter to predict before PreRequest adds the request, and after, for training."""
         left = max(s.iteration_left_ms, 0.0)  # -1: not read (the option is off), a column no model uses
-        return (s.kv_usage, float(req.prompt_tokens), float(s.waiting), float(s.running), float(s.prefill_tokens), s.prefix_score, left)
+        tif = float(s.prefill_tokens) if self.READS_PREFILL_TOKENS else float(self.in_flight.get(s.name, 0) + own)
+        return (s.kv_usage, float(req.prompt_tokens), float(s.waiting), float(s.running), tif, s.prefix_score, left)
 
     def predict(self, req: Request, ok: Sequence[NodeState]) -> dict[str, Pred] | None:
         out = self.predictor.predict([self.features(req, s) for s in ok])
@@ -433,8 +439,10 @@ class PredictedLatency(Policy):
         if self.last is not None and self.last[0] == req.id:
             pred = self.last[1].get(node)
         self.pending[req.id] = Pending(
-            node, self.features(req, s), pred.ttft if pred else None, pred.tpot if pred and self.predictor.tpot_model else None
+            node, self.features(req, s, req.prompt_tokens), req.prompt_tokens,
+            pred.ttft if pred else None, pred.tpot if pred and self.predictor.tpot_model else None,
         )
+        self.in_flight[node] = self.in_flight.get(node, 0) + req.prompt_tokens
         slo_tpot = getattr(req, "slo_tpot_s", None)
         if slo_tpot is not None:
             self.tpot_slos.setdefault(node, {})[req.id] = slo_tpot * 1000.0
@@ -442,6 +450,7 @@ class PredictedLatency(Policy):
     def _forget(self, rid: str) -> Pending | None:
         p = self.pending.pop(rid, None)
         if p is not None:
+            self.in_flight[p.node] -= p.tokens
             slos = self.tpot_slos.get(p.node)
             if slos:
                 slos.pop(rid, None)

@@ -13,6 +13,17 @@ training_server.py, class `LatencyPredictor`; the EPP side at llm-d-inference-sc
   with a zero label are not trained on (`add_training_sample`: `actual_tpot_ms > 0`). Here the
   policy remembers the features a request was routed with and labels them from the engine's
   FirstToken / RequestCompleted events; TPOT only when the request produced more than one token.
+  Checked at llm-d-inference-scheduler 520af47: both entries carry the *dispatch-time* metrics
+  even though `refreshLastSeenMetrics` runs at every chunk, because the scheduling result's
+  endpoints hold a clone taken when scheduling (pkg/epp/framework/interface/scheduling/types.go
+  `NewEndpoint`: `metrics.Clone()`); the TTFT label is first chunk minus PreRequest, the TPOT
+  label (end of stream - PreRequest - TTFT) / (tokens - 1), the whole decode's mean
+  (requestcontrol_hooks.go `ResponseBody`), so a TPOT label arrives one whole request after
+  its features were read. Tokens in flight: llm-d's EPP adds a prompt to its pod's count at
+  PreRequest and removes it at end of stream (a prefill pod's at first token); the training
+  row reads the count after adding the request, a prediction before (prediction.go). kvtui's
+  default reads the node's prompt tokens queued or not yet prefilled instead (see
+  `PredictedLatency.features`; `tokens_in_flight: epp` gives llm-d's count).
 - **Stratified sliding window.** Each sample goes to a bucket keyed by (queue bucket, KV-cache
   bucket, prefix bucket); every bucket is a `deque(maxlen=MAX_TRAINING_DATA_SIZE_PER_BUCKET)`
   (default 500), so it keeps its newest samples and old regimes are not washed out by the

@@ -428,7 +428,7 @@ def test_the_router_reads_the_running_iteration_only_when_the_option_is_on():
         sim = Simulation(load_scenario(SCENARIOS / "pressure.yaml", over), policy="predicted_latency")
         original = sim.router.policy.features
         left = seen.setdefault(on, [])
-        sim.router.policy.features = lambda req, s: left.append(s.iteration_left_ms) or original(req, s)
+        sim.router.policy.features = lambda req, s, own=0: left.append(s.iteration_left_ms) or original(req, s, own)
         try:
             sim.run()
         finally:
@@ -455,3 +455,27 @@ def test_relative_objective_learns_a_rare_saturated_regime():
     ttft = p.predict([slow[0][0], fast[0][0]])[0]
     assert 5000 < ttft[0] < 11000, ttft
     assert 30 < ttft[1] < 100, ttft
+
+
+def done(rid: str, node_name: str) -> RequestCompleted:
+    return RequestCompleted(
+        seq=9, t=3.0, request=rid, node=node_name, session="s", group="g", prompt_tokens=0, output_tokens=50,
+        cached_tokens=0, hit="miss", ttft=0.1, tpot=0.01, e2e=0.6, preemptions=0,
+    )
+
+
+def test_epp_tokens_in_flight_count_prompts_until_completion():
+    """`tokens_in_flight: epp` is llm-d's EPP counter (requestcontrol_hooks.go): a request's prompt
+    counts on its node from dispatch to end of stream, whatever the node has prefilled; the
+    training row includes the request's own prompt (added before it is read), a prediction's not."""
+    pol = PredictedLatency(PredictedLatencyConfig(tokens_in_flight="epp"))
+    states = [node("a", tif=7), node("b", tif=7)]
+    for rid, prompt in (("x", 300), ("y", 500)):
+        pol.routed(req(rid, prompt=prompt), "a", states)
+    assert [pol.pending[r].row[4] for r in ("x", "y")] == [300.0, 800.0]
+    assert pol.features(req("z"), states[0])[4] == 800.0 and pol.features(req("z"), states[1])[4] == 0.0
+    pol.on_event(FirstToken(seq=1, t=1.0, request="x", node="a", ttft=0.1))
+    assert pol.in_flight["a"] == 800  # still in flight after its prefill
+    pol.on_event(done("x", "a"))
+    assert pol.in_flight["a"] == 500
+    assert PredictedLatency().features(req("z"), states[0])[4] == 7.0  # default: the node's own count
