@@ -1,14 +1,20 @@
 """Where predicted_latency's prediction error comes from: one row per request (features at
 routing, prediction, what happened) and the TTFT / TPOT MAPE broken down by what could explain it.
 
-Run:  python benchmarks/prediction_breakdown.py scenarios/workload-c-small.yaml [--seed N]
-          [--set KEY=VALUE ...] [--csv rows.csv]
+Run:  python benchmarks/prediction_breakdown.py SCENARIO [SCENARIO ...] [--seed N]
+          [--set KEY=VALUE ...] [--csv rows.csv] [--markdown]
 
 The policy is predicted_latency with the XGBoost regressor (the study's). Each request's row is
-the one the policy routed it with; the breakdowns group the absolute percentage errors by prompt
-length, waiting and running at routing, preempted or not, prefix hit at routing, the age of the
-model that predicted it (sim seconds since its retrain), and the node's state at the end of the
-request against the state at routing (the two moments llm-d's trainer reads features at).
+the one the policy routed it with; the breakdowns group the absolute percentage errors by
+uncached prompt length, waiting, running and KV usage at routing, preempted or not, routing
+time, the age of the model that predicted it (sim seconds since its retrain), the actual
+latency, and how the node's running count moved between routing and completion.
+
+The hindsight lines refit upstream's XGBoost with every label known (5-fold): the gap between
+the online MAPE and the hindsight one is what label delay and a moving regime cost (a TPOT label
+arrives only when its request ends); the gap between llm-d's columns and one more column is what
+that column would buy: the time left in the running iteration for TTFT, the node's running
+count averaged over the request's decode (known only afterwards) for TPOT.
 """
 
 from __future__ import annotations
@@ -96,13 +102,13 @@ def ape(pred: np.ndarray, actual: np.ndarray) -> np.ndarray:
 
 
 def breakdown(title: str, key: np.ndarray, err: np.ndarray, edges: list[float]) -> list[str]:
-    """MAPE, count and mean signed error per bin of `key` (bins [edges[i], edges[i+1]))."""
-    out = [f"  by {title}:"]
+    """One line: per bin of `key` ([edges[i], edges[i+1])), the count and the MAPE."""
+    cells = []
     for lo, hi in zip(edges, edges[1:]):
         m = (key >= lo) & (key < hi)
         if m.any():
-            out.append(f"    [{lo:g}, {hi:g}): n={int(m.sum()):4d}  MAPE {err[m].mean():6.1f} %")
-    return out
+            cells.append(f"[{lo:g}, {hi:g}) n={int(m.sum())} {err[m].mean():.1f} %")
+    return [f"  by {title}: " + " | ".join(cells)]
 
 
 def report(rows: list[Sample], metric: str) -> list[str]:
@@ -124,6 +130,7 @@ def report(rows: list[Sample], metric: str) -> list[str]:
     out += breakdown("running at routing", col("running"), err, [0, 10, 20, 40, 80, 1e9])
     out += breakdown("KV usage at routing", col("kv"), err, [0, 0.5, 0.8, 0.95, 0.99, 1.01])
     out += breakdown("preemptions", np.array([s.preempted for s in use], float), err, [0, 1, 1e9])
+    out += breakdown("routing time (s)", np.array([s.t_route for s in use]), err, [0, 20, 40, 60, 80, 100, 1e9])
     out += breakdown("model age (s since retrain)", np.array([s.model_age_s for s in use]), err, [0, 0.5, 1, 2, 1e9])
     out += breakdown("actual (ms)", act, err, [0, 30, 100, 300, 1000, 3000, 1e9])
     drift = np.array([s.end_running - s.row[idx["running"]] for s in use])
@@ -164,13 +171,19 @@ def hindsight(rows: list[Sample]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("scenario")
+    ap.add_argument("scenario", nargs="+")
     ap.add_argument("--seed", type=int)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--csv", type=Path, help="write the per-request rows here")
+    ap.add_argument("--csv", type=Path, help="write the per-request rows here (the last scenario's)")
+    ap.add_argument("--markdown", action="store_true", help="fence each report as a text block (docs/routing.md)")
     args = ap.parse_args(argv)
-    sets = ["router.predicted_latency.regressor=xgboost", *args.set]
-    scenario = load_scenario(Path(args.scenario), sets)
+    for path in args.scenario:
+        print("\n".join(one(Path(path), args)), flush=True)
+
+
+def one(path: Path, args: argparse.Namespace) -> list[str]:
+    """Run one scenario under predicted_latency (XGBoost) and break its error down."""
+    scenario = load_scenario(path, ["router.predicted_latency.regressor=xgboost", *args.set])
     sim = Simulation(scenario, seed=args.seed, policy="predicted_latency")
     rows = instrument(sim)
     try:
@@ -178,11 +191,12 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         sim.close()
     done = list(rows.values())
-    for metric in ("ttft", "tpot"):
-        print("\n".join(report(done, metric)))
-    print("\n".join(hindsight(done)))
     if args.csv:
         write_csv(args.csv, done)
+    lines = [line for metric in ("ttft", "tpot") for line in report(done, metric)] + hindsight(done)
+    if args.markdown:
+        lines = [f"{scenario.name}, seed {sim.seed}:", "", "```text", *lines, "```", ""]
+    return lines
 
 
 def write_csv(path: Path, rows: list[Sample]) -> None:
