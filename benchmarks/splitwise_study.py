@@ -35,11 +35,14 @@ Llama-3.1-70B's shape (80 layers, hidden 8192, 8 KV heads) for Splitwise's Llama
 layers, hidden 8192: configs/model_repo/architectures/llama2-70b.yaml), KV over the H100's RDMA
 cards between machines.
 
-Scaled down to keep the study to CPU seconds: MACHINES DGX-H100s rather than Splitwise's 40, and
-the first REQUESTS requests of each trace (Azure/AzurePublicDataset's 2023 traces, the ones the
-Splitwise authors released) replayed at their recorded, bursty arrival times, squeezed to each
-rate (splitwise-sim's generate_trace.py instead draws Poisson arrivals and resamples the sizes;
-benchmarks/splitwise_sim_check.py replays this very slice through splitwise-sim).
+Scaled down to keep the study to a few CPU minutes: MACHINES DGX-H100s rather than Splitwise's
+40, and the lengths of the first REQUESTS requests of each trace (Azure/AzurePublicDataset's 2023
+traces, the ones the Splitwise authors released), in order, arriving as a seeded Poisson process
+at each rate, as splitwise-sim's generate_trace.py makes its traces (exponential gaps; it also
+resamples the lengths, with replacement). The recorded arrivals are not used: the coding trace's
+first requests come in bursts (gaps with a coefficient of variation near 12) that no system here
+absorbs at any rate. benchmarks/splitwise_sim_check.py replays this very slice through
+splitwise-sim.
 
 Two prefill regimes, because kvtui cannot take Splitwise's exactly: splitwise-sim never chunks a
 prompt, caps a batch at 2,048 tokens but lets one longer prompt run alone (instance.py
