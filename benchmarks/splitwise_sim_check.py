@@ -11,7 +11,10 @@ Baseline-H100 and Splitwise-HH (scripts/run_throughput.sh: token_jsq on `start_s
 mixed_pool on `start_state=splitwise`, `performance_model=db`) on Llama2-70B, normalises each
 request by splitwise-sim's own DGX-A100 estimate (notebooks/perf_model.py `add_baseline_perf`,
 loaded from the checkout) and searches each system's highest rate within the nine SLOs exactly as
-splitwise_study.py does. Its config.yaml launches through Ray; the run here uses a copy of that
+splitwise_study.py does. Beside each splitwise-sim figure it prints kvtui's for the same system
+scored against splitwise-sim's DGX-A100 yardstick, which separates the two simulators' serving
+from their ideas of a request alone. About 9 CPU minutes at the defaults (splitwise-sim's runs;
+a run starts a Python and Hydra). Its config.yaml launches through Ray; the run here uses a copy of that
 file without the launcher lines (the only change), so one process runs one simulation.
 """
 
