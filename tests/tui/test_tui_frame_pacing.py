@@ -32,35 +32,52 @@ def _stand_in_clock(monkeypatch, *modules) -> list[float]:
     return now
 
 
-def _asked(make, monkeypatch, keys_before: set[int], frames: int = 8) -> list[float]:
-    """The simulated time each of `frames` frames (one period apart) asked the engine to
-    advance by (0 for a frame that did not advance), with a key waiting before the frames
-    numbered in `keys_before`."""
-    now = _stand_in_clock(monkeypatch, app_module)
+def _drive(app, now: list[float], keys_before: set[int], frames: int, watch) -> list:
+    """Run `frames` frames one period apart on the stand-in clock, a key waiting before the
+    frames numbered in `keys_before`; `watch(record)` installs a spy that writes the running
+    frame's figure into `record[-1]` (its default, appended here, is what a frame that did no
+    work leaves). Returns the record."""
 
-    async def go() -> list[float]:
-        app = make()
-        asked = []
+    async def go() -> list:
+        record: list = []
         async with app.run_test() as pilot:
-            app.speed = SPEED
-            app.action_toggle_play()  # what space does, without a key for the frames to give way to
-            advance = app.runner.advance
-
-            def spy(target: float, budget_s: float) -> bool:
-                asked[-1] = target - app.runner.now
-                return advance(target, budget_s)
-
-            app.runner.advance = spy
+            default = watch(record)
             for i in range(frames):
                 now[0] += PERIOD
                 if i in keys_before:
                     app.post_message(events.Key("f24", None))  # bound to nothing
-                asked.append(0.0)
+                record.append(default)
                 app._frame()
                 await pilot.pause()  # the app handles the key (the give-way lasts a time, not a frame)
-        return asked
+        return record
 
     return asyncio.run(go())
+
+
+def _asked_of(app, engine):
+    """A `watch` for a playing screen: the simulated time each frame asked `engine` (the app's
+    run, or the split screen's lockstep) to advance by, 0 for a frame that did not advance."""
+
+    def watch(record: list) -> float:
+        app.speed = SPEED
+        app.action_toggle_play()  # what space does, without a key for the frames to give way to
+        advance = engine.advance
+
+        def spy(target: float, budget_s: float):
+            record[-1] = target - engine.now
+            return advance(target, budget_s)
+
+        engine.advance = spy
+        return 0.0
+
+    return watch
+
+
+def _asked(make, monkeypatch, keys_before: set[int], frames: int = 8) -> list[float]:
+    """What each frame of the app asked the engine to advance by (see `_drive`)."""
+    now = _stand_in_clock(monkeypatch, app_module)
+    app = make()
+    return _drive(app, now, keys_before, frames, _asked_of(app, app.runner))
 
 
 def test_a_waiting_key_delays_the_advance_but_not_the_pace(make, monkeypatch):
@@ -85,30 +102,8 @@ def _split_asked(scenario, monkeypatch, keys_before: set[int], frames: int = 8) 
     from kvtui.tui.compare import make_compare_app
 
     now = _stand_in_clock(monkeypatch, compare_module)
-
-    async def go() -> list[float]:
-        app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
-        asked = []
-        async with app.run_test() as pilot:
-            app.speed = SPEED
-            app.action_toggle_play()
-            advance = app.lockstep.advance
-
-            def spy(target: float, budget_s: float):
-                asked[-1] = target - app.lockstep.now
-                return advance(target, budget_s)
-
-            app.lockstep.advance = spy
-            for i in range(frames):
-                now[0] += PERIOD
-                if i in keys_before:
-                    app.post_message(events.Key("f24", None))
-                asked.append(0.0)
-                app._frame()
-                await pilot.pause()
-        return asked
-
-    return asyncio.run(go())
+    app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
+    return _drive(app, now, keys_before, frames, _asked_of(app, app.lockstep))
 
 
 def test_the_split_screen_gives_way_to_a_key_and_keeps_its_pace(scenario, monkeypatch):
@@ -129,29 +124,20 @@ def _live_worked(monkeypatch, keys_before: set[int], frames: int = 8) -> list[bo
     from live.made_recording import made_recording
 
     now = _stand_in_clock(monkeypatch, live_module)
+    app = LiveApp(LiveRun(made_recording(requests=8)), "replay", theme="dark", fps=0)
 
-    async def go() -> list[bool]:
-        app = LiveApp(LiveRun(made_recording(requests=8)), "replay", theme="dark", fps=0)
-        worked = []
-        async with app.run_test() as pilot:
-            app.action_toggle_play()
-            redraw = app.refresh_panels
+    def watch(record: list) -> bool:
+        app.action_toggle_play()
+        redraw = app.refresh_panels
 
-            def spy() -> None:
-                worked[-1] = True
-                redraw()
+        def spy() -> None:
+            record[-1] = True
+            redraw()
 
-            app.refresh_panels = spy
-            for i in range(frames):
-                now[0] += PERIOD
-                if i in keys_before:
-                    app.post_message(events.Key("f24", None))
-                worked.append(False)
-                app._frame()
-                await pilot.pause()
-        return worked
+        app.refresh_panels = spy
+        return False
 
-    return asyncio.run(go())
+    return _drive(app, now, keys_before, frames, watch)
 
 
 def test_the_live_screen_gives_way_to_a_key_but_held_keys_never_stop_it(monkeypatch):
