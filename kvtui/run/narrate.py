@@ -285,7 +285,11 @@ def _explain_rejected(ev: RequestRejected, history: History | None) -> str:
         head = f"{ev.request}{size} is rejected by the router: {reason}."
     else:
         head = f"{ev.request}{size} is rejected at {ev.node}: {reason}."
-    if "can hold at most" in reason:
+    if reason.startswith("early rejection"):
+        why = ("Mooncake's conductor estimates the TTFT on the best prefill node and the time between tokens on the "
+               "chosen decode node before any work starts; past an SLO it refuses the request at once rather than "
+               "spend a prefill on a request that would miss it anyway.")
+    elif "can hold at most" in reason:
         why = "It could never fit that node's KV cache, so admission control refuses it at once instead of letting it wait forever."
     elif "max_active" in reason or "queue full" in reason or "max_queue" in reason:
         why = "Admission control caps the load a node accepts, so a burst is refused with a reason instead of growing the queue (and everyone's TTFT) without bound."

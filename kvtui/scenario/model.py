@@ -451,6 +451,19 @@ class Disaggregation:
 
 
 @dataclass(frozen=True)
+class MooncakeConfig:
+    """mooncake: the conductor's SLO check (Mooncake, FAST'25, Algorithm 1; kvtui/sim/router/mooncake.py)."""
+
+    ttft_slo_ms: float = field(default=0.0, metadata=doc(
+        "TTFT_SLO the estimated TTFT is checked against; 0: each request's own TTFT SLO (none: no check)", min=0, max=1e9))
+    tbt_slo_ms: float = field(default=0.0, metadata=doc(
+        "TBT_SLO the chosen decode node's estimated time between tokens is checked against; 0: each request's own TPOT "
+        "SLO (none: no check)", min=0, max=1e9))
+    early_rejection: bool = field(default=True, metadata=doc(
+        "reject a request at arrival when an estimate exceeds its SLO (Mooncake's early rejection); false: only record the estimates"))
+
+
+@dataclass(frozen=True)
 class Router:
     policy: str = field(default="load_prefix", metadata=doc("routing policy name (see `kvtui run --help`)"))
     routing_overhead_ms: float = field(default=0.0, metadata=doc("time the router takes per request", min=0, max=1e6))
@@ -467,6 +480,7 @@ class Router:
     disaggregation: Disaggregation = field(
         default_factory=Disaggregation, metadata=doc("prefill/decode policies: when to prefill locally, what a full decode node does")
     )
+    mooncake: MooncakeConfig = field(default_factory=MooncakeConfig, metadata=doc("mooncake policy: its SLO check"))
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,11 @@ POLICIES: dict[str, PolicyEntry] = {
         "NVIDIA Dynamo disaggregated: KV-aware prefill worker, decode worker by load",
         paired=True,
     ),
+    "mooncake": PolicyEntry(
+        "kvtui.sim.router.mooncake:Mooncake",
+        "Mooncake's conductor: prefill node of least estimated TTFT, decode node by load, early rejection past the SLOs",
+        paired=True,
+    ),
 }
 
 PAIRED_POLICIES: tuple[str, ...] = tuple(name for name, entry in POLICIES.items() if entry.paired)

@@ -88,6 +88,7 @@ class Simulation:
             self.handoffs = Handoffs(
                 self.bus, self.node_by_name, links, block_bytes,
                 scenario.router.disaggregation.when_decode_full == "reject", self._finished, self.router.submit,
+                self.router.pairs.route_decode,
             )
         self.pools: PoolMetrics | None = None
         if self.handoffs is not None or any(n.spec.role != "both" for n in self.nodes):

@@ -3,7 +3,10 @@
 The path, as vLLM's NixlConnector runs it under llm-d's or Dynamo's P/D routing:
 
 1. The prefill node finishes the prompt (kvtui/sim/node.py hands the request here instead of
-   producing its first token) and keeps the request's blocks allocated.
+   producing its first token) and keeps the request's blocks allocated. A request whose decode
+   node is still to be picked (Dynamo routes the decode request when the prefill returns) gets
+   it now from the router (`pick_decode`); if no decode node can take it, it is rejected with
+   the reason and its prefilled blocks are freed.
 2. The decode node takes its own cached prefix and allocates the rest of the prompt
    (`Node.reserve`). Without room now (no free batch slot, or not enough blocks even after
    evicting idle cached ones) the request waits, FIFO per decode node, and is tried again each
@@ -29,7 +32,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.events import BatchStepped, Event, KVTransferDone, KVTransferStarted, KVTransferWaiting, RequestRejected
-from kvtui.sim.request import Request
+from kvtui.sim.request import DECODE_AT_PREFILL_END, Request
 from kvtui.sim.transfer import Link
 
 if TYPE_CHECKING:
@@ -62,6 +65,7 @@ class Handoffs:
         reject_when_full: bool,
         on_finish: Callable[[Request, str], None],
         resubmit: Callable[[Request], None],
+        pick_decode: Callable[[Request, str], tuple[str | None, str]],
     ):
         self.bus = bus
         self.env = bus.env
@@ -71,6 +75,7 @@ class Handoffs:
         self.reject_when_full = reject_when_full
         self.on_finish = on_finish
         self.resubmit = resubmit
+        self.pick_decode = pick_decode  # (request, prefill node) -> (decode node or None, reason)
         self.waiting: dict[str, deque[_Handoff]] = {}
         self.in_flight = 0  # prefilled and not yet running on the decode node
         self.moving: dict[str, _Handoff] = {}  # request id -> its transfer on the link (started, not landed)
@@ -81,6 +86,8 @@ class Handoffs:
     def prefilled(self, src: "Node", req: Request) -> None:
         """`src` finished the prompt of a request that decodes elsewhere."""
         assert req.decode_node is not None  # the node hands over only requests that decode elsewhere
+        if req.decode_node == DECODE_AT_PREFILL_END and not self._pick(src, req):
+            return
         dst = self.nodes[req.decode_node]
         h = _Handoff(req, src, dst, req.blocks, src.lives, dst.lives, self.env.now)
         req.blocks = []
@@ -89,6 +96,18 @@ class Handoffs:
         queue = self.waiting.get(dst.name)
         if queue or not self._start(h):
             self._wait(h)
+
+    def _pick(self, src: "Node", req: Request) -> bool:
+        """The router picks the decode node now; False (the request rejected) if none can take it."""
+        node, reason = self.pick_decode(req, src.name)
+        if node is not None:
+            req.decode_node = node
+            return True
+        src.drop_blocks(req.blocks)
+        req.blocks = []
+        self.bus.emit(RequestRejected, request=req.id, node=None, reason=reason)
+        self.on_finish(req, "rejected")
+        return False
 
     def _wait(self, h: _Handoff) -> None:
         dst = h.dst

@@ -50,7 +50,7 @@ from kvtui.events import (
 )
 from kvtui.scenario.model import NodeSpec
 from kvtui.sim.kv_manager import KVCacheManager, OffloadSpec
-from kvtui.sim.latency import Batch
+from kvtui.sim.latency import Batch, prefill_seconds
 from kvtui.sim.request import Request
 
 if TYPE_CHECKING:
@@ -129,6 +129,20 @@ class Node:
         for r in self.running:
             if r.computed < r.target:
                 total += r.target - r.computed
+        return total
+
+    def pending_prefill_seconds(self) -> float:
+        """Seconds of prefill queued here: the prompts of `pending_prefill_tokens`, each timed alone
+        by this node's latency model after what it has computed (Mooncake's T_queue, the sum of the
+        queued requests' prefill times). A queued prompt's cache hit is found only when it is
+        scheduled, so it counts whole, as `pending_prefill_tokens` does."""
+        lat = self.latency
+        total = 0.0
+        for r in self.waiting:
+            total += prefill_seconds(lat, r.prompt_tokens + r.generated, 0)
+        for r in self.running:
+            if r.computed < r.target:
+                total += prefill_seconds(lat, r.target - r.computed, r.computed)
         return total
 
     def iteration_left(self, now: float) -> float:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# `Request.decode_node` of a request whose decode node is picked when its prefill ends (Dynamo's
+# order, kvtui/sim/router/dynamo_disagg.py); the handoff asks the router then (kvtui/sim/handoff.py).
+DECODE_AT_PREFILL_END = "(decode node picked when the prefill ends)"
+
 
 @dataclass(slots=True, eq=False)
 class Request:
@@ -40,7 +44,7 @@ class Request:
     finished_at: float | None = None
     preemptions: int = 0
     done: object = None  # the simpy event the workload waits on; the engine succeeds it
-    decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it
+    decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it (DECODE_AT_PREFILL_END: not chosen yet)
 
     def restart(self) -> None:
         """Back to the very start: its node failed and the request is sent again elsewhere."""

@@ -36,6 +36,7 @@ from kvtui.tui.commands import KvtuiCommands
 from kvtui.tui.controls import bindings, help_rows, palette
 from kvtui.run import SEEK_KINDS, Run
 from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
+from kvtui.tui.give_way import GivesWay
 from kvtui.tui.reachable import why_unreachable
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
@@ -59,8 +60,6 @@ FPS = 20
 FRAME_BUDGET_S = 0.025  # most wall time a frame may spend advancing the simulation
 MIN_BUDGET_S = 0.004  # ... and the least, when drawing takes most of the frame period
 MAX_FRAME_GAP_S = 0.25  # a stalled frame never asks for more sim time than this x speed
-GIVE_WAY_TO = (events.Key, events.MouseDown)  # input a play frame steps aside for (App._give_way)
-GIVE_WAY_S = 0.12  # ... for this long after it arrives, and never longer since the last advance
 LOG_BATCH = 500  # most log lines added per frame (the logs keep 500; lines are formatted only when drawn)
 WIDE = 120  # columns from which every panel is shown at once
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
@@ -86,7 +85,7 @@ class MainScreen(Screen[None]):
             apply()
 
 
-class KvtuiApp(FittedToasts, App[None]):
+class KvtuiApp(GivesWay, FittedToasts, App[None]):
     CSS_PATH = "app.tcss"
     CSS = narrow_css()
     TITLE = "kvtui"
@@ -122,7 +121,6 @@ class KvtuiApp(FittedToasts, App[None]):
         self.frame_times: deque[float] = deque(maxlen=600)
         self._last_frame = time.perf_counter()  # the last frame that advanced (play pacing)
         self._last_tick = self._last_frame  # the last frame at all (lateness)
-        self._input_at = -math.inf  # when the last key or click reached the app
         self._last_slow = 0.0
         self._last_freeze = 0.0
         self._decision_shown = None
@@ -236,30 +234,11 @@ class KvtuiApp(FittedToasts, App[None]):
             self.tabs.set_active(view)
 
     # ------------------------------------------------------------------ the frame
-    def post_message(self, message) -> bool:
-        # Input reaches the app here (from the driver) before its handler runs; the frame
-        # timer is a task of its own, so it may fire before the key is handled, or between
-        # its handling and the screen update that shows it (see _give_way).
-        if isinstance(message, GIVE_WAY_TO):
-            self._input_at = time.perf_counter()
-        return super().post_message(message)
-
-    def _give_way(self, start: float) -> bool:
-        """Skip this frame's work for a moment after input arrives, so the key's handler and
-        its screen update run before another engine advance (up to 25 ms) instead of behind
-        it: on big-cluster at 200x60 a key handled just after a frame waited for the next
-        frame's advance before its screen update (a timeline around tui_bench.py's key run). That
-        trace showed the key posted to the app twice before its binding ran, and the screen
-        update later still, so the pause is a short time, not one frame.
-        Never longer than GIVE_WAY_S since the last advance (held keys would stop play); play
-        pacing keeps, as the next frame advances by the wall time since the last advance."""
-        return start - self._input_at < GIVE_WAY_S and start - self._last_frame < GIVE_WAY_S
-
     def _frame(self) -> None:
         start = time.perf_counter()
         gap = start - self._last_tick
         self._last_tick = start
-        if self._give_way(start):
+        if self.gives_way(start, self._last_frame):  # the key's handler and screen update first (give_way.py)
             return
         elapsed = min(start - self._last_frame, MAX_FRAME_GAP_S)
         self._last_frame = start

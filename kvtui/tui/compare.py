@@ -25,6 +25,7 @@ from kvtui.scenario.model import Scenario
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
 from kvtui.tui.controls import CONTROLS, DEFAULT_SPEED, NEXT, SPEEDS
+from kvtui.tui.give_way import GivesWay
 from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
@@ -120,7 +121,7 @@ class Side(Vertical):
         self.why.show(ev, self.runner.explain(ev), "latest")
 
 
-class CompareApp(FittedToasts, App[None]):
+class CompareApp(GivesWay, FittedToasts, App[None]):
     TITLE = "kvtui compare"
     CSS = """
     #sides { height: 1fr; }
@@ -183,6 +184,8 @@ class CompareApp(FittedToasts, App[None]):
 
     def _frame(self) -> None:
         now = time.perf_counter()
+        if self.gives_way(now, self._last):  # the key's handler and screen update first (give_way.py)
+            return
         elapsed = min(now - self._last, 0.25)
         self._last = now
         if not self.playing:

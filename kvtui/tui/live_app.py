@@ -18,6 +18,7 @@ from textual.containers import Container, Vertical
 from textual.widgets import Footer, Static
 
 from kvtui.run.live import LiveRun
+from kvtui.tui.give_way import GivesWay
 from kvtui.tui.themes import DEFAULT_VARIABLES, install_themes, load_themes
 from kvtui.tui.widgets.block_map import BlockMap, fit_name
 
@@ -66,7 +67,7 @@ class LiveBlockMap(BlockMap):
         return [Segment((" " + name)[:room], st["name"]), Segment(tail, st["label"])]
 
 
-class LiveApp(App[None]):
+class LiveApp(GivesWay, App[None]):
     TITLE = "kvtui"
     CSS = """
     Screen { layout: vertical; }
@@ -108,6 +109,7 @@ class LiveApp(App[None]):
         self.speed = 1.0
         self._play_from = (0.0, 0.0)  # (wall, run time) when play began
         self._shown: tuple | None = None  # what the table and the log were drawn for
+        self._last_frame = time.perf_counter()  # the last frame that did its work (give_way.py)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(DEFAULT_VARIABLES)
@@ -141,6 +143,10 @@ class LiveApp(App[None]):
 
     # ------------------------------------------------------------------ the frame
     def _frame(self) -> None:
+        now = time.perf_counter()
+        if self.gives_way(now, self._last_frame):  # the key's handler and screen update first (give_way.py)
+            return
+        self._last_frame = now
         if self.session is not None:
             self.session.poll(0)  # deliveries reach `run` through the session's listener
         if self.playing:

@@ -307,7 +307,7 @@ def test_node_down_and_node_up_need_a_node(tmp_path):
     [
         ("router:\n  policy: rund_robin\n", 2,
          "router.policy: 'rund_robin' is not one of: round_robin, random, least_loaded, session_affinity, "
-         "cache_aware, load_prefix, dynamo, sglang_cache_aware, predicted_latency, llm_d_pd, dynamo_disagg; did you mean 'round_robin'?"),
+         "cache_aware, load_prefix, dynamo, sglang_cache_aware, predicted_latency, llm_d_pd, dynamo_disagg, mooncake; did you mean 'round_robin'?"),
         ("model: llama-3.1-8\n", 1, "did you mean 'llama-3.1-8b'?"),
         ("cluster:\n  hardware: h100-80\n", 2, "did you mean 'h100-80gb'?"),
         ("cluster:\n  hardware: h100\n", 2, "did you mean 'h100-80gb'?"),  # not the closer 'h200'

@@ -306,3 +306,45 @@ def test_a_colocated_run_has_no_block_in_flight(tmp_path):
                   (RequestScheduled, RequestCompleted))
     sim.run()
     assert seen and set(seen) == {0}
+
+
+def test_dynamo_picks_the_decode_node_when_the_prefill_ends_llm_d_at_arrival(tmp_path):
+    """Dynamo 1.6.1's PrefillRouter awaits the prefill before the decode router picks a worker;
+    llm-d's pd-profile-handler runs its decode profile first (kvtui/sim/router/dynamo_disagg.py)."""
+    for policy, at_arrival in (("dynamo_disagg", False), ("llm_d_pd", True)):
+        _, events = run(scenario(tmp_path, router=f"{{policy: {policy}}}"))
+        routed = {e.request: e for e in of(events, RouteDecided)}
+        handed = {}
+        for e in events:
+            if isinstance(e, (KVTransferStarted, KVTransferWaiting)):
+                handed.setdefault(e.request, e)
+        decoded = of(events, DecodeRouted)
+        assert decoded and all(d.remote for d in decoded), policy
+        for d in decoded:
+            if at_arrival:
+                assert d.t == routed[d.request].t and d.seq == routed[d.request].seq + 1
+            else:  # at the prefill's end: the handoff that follows is the same instant, next event
+                assert d.t > routed[d.request].t and (d.t, d.seq + 1) == (handed[d.request].t, handed[d.request].seq)
+
+
+def test_a_decode_pick_at_the_prefill_end_leaves_the_prefill_node_out(tmp_path):
+    both = """
+        - {name: a, role: both, host: h1}
+        - {name: b, role: both, host: h1}
+    """
+    _, events = run(scenario(tmp_path, both, router="{policy: dynamo_disagg}"))
+    decoded = of(events, DecodeRouted)
+    assert decoded and all(d.node != d.prefill_node for d in decoded)
+    for d in decoded:
+        mine = next(c for c in d.candidates if c.node == d.prefill_node)
+        assert not mine.eligible and "was prefilled here" in mine.note
+
+
+def test_no_decode_node_at_the_prefill_end_rejects_and_frees_the_prefill(tmp_path):
+    down = "events=[{at: 0, action: node_down, node: decode-a}, {at: 0, action: node_down, node: decode-b}]"
+    sim, events = run(scenario(tmp_path, router="{policy: dynamo_disagg}", overrides=[down]))
+    rejected = of(events, RequestRejected)
+    assert rejected and len(rejected) == len(of(events, RouteDecided)) == sim.metrics.arrived
+    assert all("no node can take it" in r.reason and "decode-a: decode-a is down" in r.reason for r in rejected)
+    assert all(n.pool.used_count == 0 and n.outbound == 0 for n in sim.nodes)
+    assert sim.in_flight() == 0 and not of(events, KVTransferStarted)

@@ -10,7 +10,8 @@ from kvtui.events import RouteDecided
 from kvtui.scenario.policies import POLICY_NAMES
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
-from kvtui.tui.widgets.block_map import BlockMap
+from textual.widgets import Static
+from kvtui.tui.widgets.block_map import GLYPH_MOVING, GLYPHS, BlockMap
 
 
 def run(coro):
@@ -281,6 +282,9 @@ def test_help_screen_lists_every_binding(make):
         async with app.run_test(size=(100, 50)) as pilot:
             await pilot.press("question_mark")
             assert isinstance(app.screen, HelpScreen)
+            legend = "\n".join(str(w.render()) for w in app.screen.query(Static))
+            for glyph in GLYPHS[:5] + [GLYPH_MOVING]:  # every cell state the maps draw, ⇄ in flight with them
+                assert f"  {glyph}  " in legend, f"{glyph} missing from the help's block map key"
             keys = {k for k, _ in app.HELP_ROWS}
             text = " ".join(k for k in keys)
             for b in app.BINDINGS:

@@ -14,8 +14,8 @@ special-cases a policy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -33,6 +33,9 @@ class Context:
     block_size: int
     sessions: Mapping[str, str]
     now: float = 0.0
+    # Each node's latency model (kvtui/sim/latency.py), its offline profile: what a router that
+    # estimates times from profiled figures reads (mooncake's conductor); static per run.
+    latency: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Policy:
@@ -48,6 +51,9 @@ class Policy:
     # Whether `choose` reads `NodeState.iteration_left_ms` (a walk over each busy node's
     # segment per decision): predicted_latency with its `iteration_feature` option only.
     READS_ITERATION_LEFT = False
+    # Whether `choose` reads `NodeState.queue_s` (each queued prompt timed by the node's latency
+    # model: a walk over the queue per node per decision): mooncake only.
+    READS_QUEUE_SECONDS = False
 
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "Policy":

@@ -6,7 +6,10 @@ returns a `PairDecision`: where the prompt is prefilled and where the request de
 the two are the same node the request runs there colocated (conditional disaggregation, or a
 `both` node chosen twice); otherwise its KV moves after the prefill (kvtui/sim/handoff.py).
 The Router emits the first pick as `RouteDecided` and the second as `DecodeRouted`, each with
-its pool's candidates and a sentence.
+its pool's candidates and a sentence. A policy whose upstream routes the decode request only
+once the prefill has returned (Dynamo) sets `DECODE_AT_PREFILL_END`: its `PairDecision` has no
+decode pick at arrival, and `decide_decode` makes it when the prefill ends (its `DecodeRouted`
+comes then, from the pool as it is then).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kvtui.sim.request import Request
+from kvtui.sim.request import DECODE_AT_PREFILL_END, Request
 from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.state import Decision, NodeState
 
@@ -22,17 +25,22 @@ from kvtui.sim.router.state import Decision, NodeState
 @dataclass(slots=True)
 class PairDecision:
     prefill: Decision  # where the prompt is prefilled (the decode node itself when local)
-    decode: Decision
+    decode: Decision | None  # None: picked when the prefill ends (`PairPolicy.DECODE_AT_PREFILL_END`)
 
     def nodes(self) -> tuple[str, str]:
-        """(prefill node, decode node) of a pair the router accepted (both picks made)."""
-        prefill, decode = self.prefill.node, self.decode.node
+        """(prefill node, decode node) of a pair the router accepted; the decode node is
+        DECODE_AT_PREFILL_END while it is still to be picked."""
+        prefill = self.prefill.node
+        decode = DECODE_AT_PREFILL_END if self.decode is None else self.decode.node
         assert prefill is not None and decode is not None, "a refused pair has no nodes"
         return prefill, decode
 
     @property
     def remote(self) -> bool:
-        """Whether the KV moves: the prefill happens on another node than the decode."""
+        """Whether the KV moves: the prefill happens on another node than the decode (always, for
+        a decode node picked later: that pick leaves the prefill node out)."""
+        if self.decode is None:
+            return self.prefill.node is not None
         return self.prefill.node is not None and self.prefill.node != self.decode.node
 
 
@@ -46,12 +54,14 @@ def decode_state(states: Sequence[NodeState], name: str) -> NodeState:
 
 
 class PairPolicy(Policy):
-    """Both shipped P/D routers pick the decode node first, then ask whether the prefill is worth
-    sending elsewhere (conditional disaggregation), and only then pick a prefill node: llm-d's
-    pd-profile-handler runs its decode profile before its decider, and Dynamo's decode worker
-    asked `prefill_remote` of its own hit. `prefill` and `decode` are the one-pool policies."""
+    """The default order is llm-d's: pick the decode node first, then ask whether the prefill is
+    worth sending elsewhere (conditional disaggregation), and only then pick a prefill node (its
+    pd-profile-handler runs the decode profile before its decider). Policies with another order
+    override `decide_pair` (dynamo_disagg, mooncake). `prefill` and `decode` are the one-pool
+    policies."""
 
     PAIRED = True
+    DECODE_AT_PREFILL_END = False  # the decode node is picked when the prefill ends, not at arrival
 
     def __init__(self, prefill: Policy, decode: Policy, threshold: int = 0) -> None:
         self.prefill = prefill
@@ -73,6 +83,13 @@ class PairPolicy(Policy):
 
     def routed_pair(self, req: Request, pair: PairDecision, states: Sequence[NodeState]) -> None:
         """Both picks were accepted (the request is on its way to its prefill node)."""
+
+    def decide_decode(self, req: Request, ctx: Context, decode_pool: Sequence[NodeState]) -> Decision:
+        """The decode pick of a `DECODE_AT_PREFILL_END` policy, when the prefill has ended."""
+        return self.decode.decide(req, ctx, decode_pool)
+
+    def routed_decode(self, req: Request, node: str, states: Sequence[NodeState]) -> None:
+        """A decode pick made when the prefill ended was accepted."""
 
     def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
         raise TypeError("a prefill/decode policy decides pairs (decide_pair), not single nodes")

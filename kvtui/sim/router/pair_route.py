@@ -1,15 +1,18 @@
 """The Router's request path for a prefill/decode policy: split the snapshots into the two pools,
 ask the policy for both picks, record both decisions, hand the request to its prefill node
 marked with its decode node (kvtui/sim/router/router.py calls this instead of its one-pick
-path when the policy is `PAIRED`)."""
+path when the policy is `PAIRED`). For a policy that picks the decode node when the prefill
+ends, the handoff asks `route_decode` then (kvtui/sim/handoff.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kvtui.events import DecodeRouted, RouteDecided
 from kvtui.sim.request import Request
 from kvtui.sim.router.pair import PairDecision, PairPolicy
+from kvtui.sim.router.state import Decision
 
 if TYPE_CHECKING:
     from kvtui.sim.router.router import Router
@@ -32,7 +35,7 @@ class PairRoute:
         prefill_pool = [s for s in states if s.name in self.prefill_names]
         decode_pool = [s for s in states if s.name in self.decode_names]
         pair = self.policy.decide_pair(req, r.ctx, prefill_pool, decode_pool)
-        stale = r._check_staleness(pair.prefill, states, keys) if pair.decode.node is not None else ""
+        stale = r._check_staleness(pair.prefill, states, keys) if pair.decode is None or pair.decode.node is not None else ""
         self._record(req, pair, len(keys), stale)
         problem = self._problem(pair, states)
         if problem is not None:
@@ -47,20 +50,24 @@ class PairRoute:
             r.bus.skip()
         else:
             r._emit_decision(req, pair.prefill, prompt_blocks, stale)
+        if pair.decode is not None:
+            self._record_decode(req, pair.decode, pair.prefill.node, pair.remote)
+
+    def _record_decode(self, req: Request, d: Decision, prefill_node: str | None, remote: bool) -> None:
+        r = self.router
         if not r.bus.listened(DecodeRouted):
             r.bus.skip()
             return
-        d = pair.decode
-        r.bus.emit(DecodeRouted, request=req.id, node=d.node, prefill_node=pair.prefill.node, remote=pair.remote,
+        r.bus.emit(DecodeRouted, request=req.id, node=d.node, prefill_node=prefill_node, remote=remote,
                    policy=r.policy_name, reason=d.reason, candidates=d.candidates, margin=round(d.margin, 6), tie=d.tie)
 
     def _problem(self, pair: PairDecision, states) -> tuple[str | None, str] | None:
         """(node, reason) when the pair cannot be served: a pick refused, or a picked node that
         would refuse the request now (policies pick eligible nodes; this is the guard)."""
         for decision in (pair.decode, pair.prefill):
-            if decision.node is None:
+            if decision is not None and decision.node is None:
                 return None, decision.reason
-        for name in dict.fromkeys((pair.prefill.node, pair.decode.node)):
+        for name in dict.fromkeys(n for n in (pair.prefill.node, pair.decode and pair.decode.node) if n):
             problem = next(s.problem for s in states if s.name == name)
             if problem is not None:
                 return name, problem
@@ -78,3 +85,19 @@ class PairRoute:
         self.policy.routed_pair(req, pair, states)
         req.decode_node = decode if pair.remote else None
         r.node_by_name[prefill].enqueue(req)
+
+    def route_decode(self, req: Request, prefill_node: str) -> tuple[str | None, str]:
+        """The decode pick of a request whose prefill just ended on `prefill_node` (a policy that
+        picks then): (node, reason), node None when no decode node can take it. The prefill node
+        is no candidate: its KV moves to another worker, as Dynamo's decode pool is other workers."""
+        r = self.router
+        keys = req.block_keys[: req.prompt_tokens // r.block_size]
+        states = r.observe(req, keys)
+        r.ctx.now = r.env.now
+        pool = [replace(s, problem=s.problem or f"{req.id} was prefilled here: its KV moves to a decode worker")
+                if s.name == prefill_node else s for s in states if s.name in self.decode_names]
+        decision = self.policy.decide_decode(req, r.ctx, pool)
+        self._record_decode(req, decision, prefill_node, decision.node is not None)
+        if decision.node is not None:
+            self.policy.routed_decode(req, decision.node, states)
+        return decision.node, decision.reason

@@ -68,7 +68,7 @@ class Router:
         self.cfg = cfg
         self.policy_name = policy
         self.policy = make_policy(policy, cfg)
-        self.ctx = Context(rng=rng, block_size=block_size, sessions={})
+        self.ctx = Context(rng=rng, block_size=block_size, sessions={}, latency={n.name: n.latency for n in self.nodes})
         self.block_size = block_size
         self.on_finish = on_finish
         self.overhead = cfg.routing_overhead_ms / 1000.0
@@ -208,6 +208,7 @@ class Router:
         prefill = self.policy.READS_PREFILL_TOKENS
         tiers = self.policy.READS_TIERS and self.approx is None
         iteration = self.policy.READS_ITERATION_LEFT
+        queue_s = self.policy.READS_QUEUE_SECONDS
         now = self.env.now
         longest = req.prompt_tokens + req.output_tokens - 1
         need = -(-longest // self.block_size) or 1  # what Node.admission_problem works out
@@ -239,6 +240,7 @@ class Router:
                     -1 if other is None else other.get(name, none).consecutive,
                     (self.index.gpu_run(name, keys, prefix) if prefix and tiers else prefix),
                     node.iteration_left(now) * 1000.0 if iteration else -1.0,
+                    node.pending_prefill_seconds() if queue_s else -1.0,
                 )
             )
         return out

@@ -59,6 +59,7 @@ class NodeState:
     other_prefix: int = -1  # approximate mode: what the precise (KV-event) index says; -1 otherwise
     gpu_prefix: int = -1  # the part of `prefix` held in GPU memory (= prefix unless the policy READS_TIERS)
     iteration_left_ms: float = -1.0  # until the node's running iteration ends (0 idle; -1 unless the policy READS_ITERATION_LEFT)
+    queue_s: float = -1.0  # seconds of prefill queued on the node (Node.pending_prefill_seconds; -1 unless READS_QUEUE_SECONDS)
 
     @property
     def eligible(self) -> bool:

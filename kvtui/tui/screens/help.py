@@ -9,7 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kvtui.run.journal import HIT_WINDOW
-from kvtui.tui.widgets.block_map import BARS, GLYPH_CACHED, GLYPH_DOWN, GLYPH_FREE, GLYPH_PINNED, GLYPH_USED
+from kvtui.tui.widgets.block_map import BARS, GLYPH_CACHED, GLYPH_DOWN, GLYPH_FREE, GLYPH_MOVING, GLYPH_PINNED, GLYPH_USED
 
 PANELS = f"""\
 Block maps   one per node; each cell is a KV block (or, on small screens, a run of k
@@ -40,6 +40,7 @@ def legend_text() -> str:
             f"  {GLYPH_CACHED}  cached but idle (evictable)      {GLYPH_FREE}  free (empty)",
             f"  {BARS[0]}{BARS[3]}{BARS[6]} a cell of several blocks: bar height = share in use (tinted when some rest is cached)",
             f"  {GLYPH_DOWN}  the node is down                 colour = prefix group that owns the block",
+            f"  {GLYPH_MOVING}  in flight: a KV transfer is moving it, on both the prefill and the decode node's map",
         ]
     )
 
