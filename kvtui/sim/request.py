@@ -39,7 +39,7 @@ class Request:
     first_token_at: float | None = None
     finished_at: float | None = None
     preemptions: int = 0
-    done: object = None  # the simpy event the workload waits on; the engine succeeds it
+    done: object = None  # the loop event the workload waits on; the engine succeeds it
     decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it
 
     def restart(self) -> None:
