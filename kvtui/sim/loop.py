@@ -1,8 +1,9 @@
 """The event loop under the engine: simpy's ordering, for exactly what kvtui asks of it.
 
-Issue 23 step 3. The engine ran on simpy 4.1 (simpy/core.py, simpy/events.py), whose general
-machinery (failure copies, condition values, property lookups, `BoundClass` indirection) costs
-more per event than kvtui needs. This loop keeps simpy's observable semantics, so every run
+Issue 23 step 3. The engine ran on simpy 4.1.2 (gitlab.com/team-simpy/simpy: simpy/core.py,
+simpy/events.py, read as installed from PyPI), whose general machinery (failure copies,
+condition values, property lookups, `BoundClass` indirection) costs more per event than kvtui
+needs. This loop keeps simpy's observable semantics, so every run
 processes the same events in the same order and every digest stays as it was:
 
 - The queue is a heap of `(time, priority, id, event)`: earlier time first, then `URGENT`

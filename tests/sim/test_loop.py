@@ -212,6 +212,10 @@ def digest(path: str, make_env, interrupt_type, drive: str, monkeypatch) -> tupl
     if drive == "run":
         sim.subscribe(feed)
         sim.run()
+    elif drive == "until":  # the app's play mode: a slice of sim time per frame
+        sim.subscribe(feed)
+        while not sim.ended:
+            sim.run_until(sim.now + 0.7)
     else:  # the app's single step: every event through the outbox
         while (ev := sim.step()) is not None:
             feed(ev)
@@ -226,6 +230,8 @@ def digest(path: str, make_env, interrupt_type, drive: str, monkeypatch) -> tupl
         ("scenarios/disaggregation.yaml", "run"),  # handoff timers
         ("scenarios/mooncake.yaml", "step"),  # a trace, stepped
         ("scenarios/concurrency.yaml", "run"),  # closed-loop users waiting on sessions
+        ("scenarios/concurrency.yaml", "until"),
+        ("scenarios/offload.yaml", "until"),
     ],
 )
 def test_shipped_scenarios_digest_alike_under_both_loops(path, drive, monkeypatch):
