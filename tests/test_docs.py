@@ -100,7 +100,7 @@ def test_the_readme_is_a_front_door():
 CITED = re.compile(r"(?<![\w/.-])((?:\.\./)?(?:[\w.-]+/)*[\w-]+\.(?:py|rs|go|yaml|toml|md|tcss))\b")
 UPSTREAM = re.compile(
     r"vllm|llm-d|dynamo|sglang|textual|pyyaml|etcd|inference-perf|harlequin|mooncake|lambdalabs|"
-    r"gateway-api-inference-extension", re.I)
+    r"gateway-api-inference-extension|simpy", re.I)
 VERSION = re.compile(r"\b(v?\d+\.(\d+|x)(\.\d+)*|v\d+|commit [0-9a-f]{7,40})\b|@[0-9a-f]{7,40}\b")
 BESIDE = "../shared/"  # the design notes and data placed beside the checkout (see the README)
 

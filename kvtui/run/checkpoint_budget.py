@@ -37,7 +37,7 @@ def process_memory() -> int | None:
 
 
 def release_freed() -> None:
-    """Collect dropped runs (simpy keeps them in reference cycles) and hand free pages back.
+    """Collect dropped runs (the event loop keeps them in reference cycles) and hand free pages back.
 
     The app freezes its heap now and then to keep collections short (tui/app.py): a frozen run
     would never be collected, so the heap is unfrozen first (the app freezes it again later)."""

@@ -2,8 +2,8 @@
 wall-clock budget the caller supplies, and travel back in time.
 
 Time travel rests on determinism: the same scenario, seed, policy and user commands give the
-same events, so the state after event *n* can be rebuilt by replaying. Python cannot copy a
-simpy environment (its processes are generators), so a checkpoint is a whole paused run.
+same events, so the state after event *n* can be rebuilt by replaying. Python cannot copy the
+event loop (kvtui/sim/loop.py: its processes are generators), so a checkpoint is a whole paused run.
 `Drive` keeps a few of them, spaced `every` events apart, and builds missing ones in the
 background (`maintain`, called while the viewer is idle) by replaying from the start. Going
 back to event *n* takes the nearest checkpoint at or before *n* and replays the difference;

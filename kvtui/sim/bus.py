@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable
 
-import simpy
+from kvtui.sim import loop
 
 from kvtui.events import Event
 
@@ -46,7 +46,7 @@ class Bus:
     turns the path off for that type.
     """
 
-    def __init__(self, env: simpy.Environment):
+    def __init__(self, env: loop.Environment):
         self.env = env
         self.seq = 0
         self._all: list[Listener] = []

@@ -18,7 +18,7 @@ def sample(dist: Dist, rng: np.random.Generator) -> float:
     """One draw, clipped to [min, max] when given, and never negative.
 
     The floor at 0 is there because every quantity a Dist describes (tokens, turns, seconds)
-    is non-negative, and a negative pause would crash simpy: a normal with a large std must
+    is non-negative, and a negative pause would crash the event loop: a normal with a large std must
     not be able to produce one.
     """
     kind = dist.dist

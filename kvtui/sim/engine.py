@@ -1,4 +1,4 @@
-"""The Simulation: owns the simpy environment, the RNG, the nodes, the router and the event bus.
+"""The Simulation: owns the event loop (kvtui/sim/loop.py), the RNG, the nodes, the router and the event bus.
 
 Drive it three ways, all giving the same event sequence for the same scenario and seed:
 `step()` returns the next event (the app's single-step), `run_until(t)` advances sim time (the
@@ -12,10 +12,11 @@ numbers (or none) cannot shift the workload's draws.
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
-import simpy
+from kvtui.sim import loop
 
 from kvtui.events import (
     BatchStepped,
@@ -49,7 +50,7 @@ class Simulation:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.policy_name = policy or scenario.router.policy
-        self.env = simpy.Environment()
+        self.env = loop.Environment()
         self.bus = Bus(self.env)
         root = np.random.SeedSequence(self.seed)
         workload_seq, router_seq = root.spawn(2)
@@ -127,7 +128,7 @@ class Simulation:
         return SyntheticWorkload(w, self.block_size, self.workload_rng)
 
     def _pin_prefixes(self):
-        """Preload pinned system prompts at t=0, as the run's first events (a simpy process, so
+        """Preload pinned system prompts at t=0, as the run's first events (a process, so
         that everyone who subscribed after construction sees them). Its process starts before
         the workload's, so no request is routed before the pins exist."""
         for group in self.scenario.workload.groups if self.scenario.workload.trace is None else ():
@@ -146,7 +147,7 @@ class Simulation:
         self.bus.listen(fn, types)
 
     # ------------------------------------------------------------------ the request path
-    def submit(self, req: Request) -> simpy.Event:
+    def submit(self, req: Request) -> loop.Event:
         """Called by the workload: a request arrives at the router."""
         req.done = self.env.event()
         req.arrival = self.env.now
@@ -227,14 +228,14 @@ class Simulation:
         return self.router.in_routing + sum(n.active for n in self.nodes) + moving
 
     def _advance(self) -> bool:
-        """Process one simpy event; False when the run is over."""
+        """Process one event of the loop; False when the run is over."""
         env = self.env
         nxt = env.peek()
         if nxt == float("inf") or (self.until is not None and nxt > self.until):
             if not self._end_emitted:
                 self._end_emitted = True
                 if self.until is not None and nxt != float("inf"):
-                    if self.until > env.now:  # simpy refuses to run "until" the present
+                    if self.until > env.now:  # the loop (as simpy) refuses to run "until" the present
                         env.run(until=self.until)
                     reason = f"reached until_s={self.until:g}"
                 else:
@@ -271,6 +272,9 @@ class Simulation:
                 if t > env.now:
                     env.run(until=t)
                 return
+            if self.control_plane is None and nxt <= min(t, end_at):  # what _advance does, in one call
+                env.run_through(min(t, end_at), sys.maxsize)
+                continue
             if not self._advance():
                 return
 
@@ -278,14 +282,28 @@ class Simulation:
         """Run to the end; `progress(events)` is called every `every` events and once at the end
         with the number of events so far: the engine reports numbers only, and whoever drew the
         bar reads how far that is (kvtui/run/progress.py) without the engine knowing of it."""
-        if progress is None:
-            while self._advance():
-                pass
-            return self
+        if self.control_plane is not None:  # its store flushes between two events: one at a time
+            return self._run_stepwise(progress, every)
+        end = float("inf") if self.until is None else self.until
+        n = 0
+        while True:
+            done = self.env.run_through(end, every)
+            n += done
+            if done < every:
+                break
+            if progress is not None:
+                progress(n)
+        self._advance()  # nothing left at or before the end: this ends the run
+        if progress is not None:
+            progress(n)
+        return self
+
+    def _run_stepwise(self, progress: Callable[[int], None] | None, every: int) -> "Simulation":
         n = 0
         while self._advance():
             n += 1
-            if n % every == 0:
+            if progress is not None and n % every == 0:
                 progress(n)
-        progress(n)
+        if progress is not None:
+            progress(n)
         return self

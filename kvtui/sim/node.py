@@ -35,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-import simpy
+from kvtui.sim import loop
 
 from kvtui.events import (
     BatchStepped,
@@ -85,7 +85,7 @@ class Node:
         self.block_size = block_size
         self.latency = latency
         self.bus = bus
-        self.env: simpy.Environment = bus.env
+        self.env: loop.Environment = bus.env
         self.on_finish = on_finish
         self.max_num_seqs = 1 if latency.serial else spec.max_num_seqs
         self.kv = KVCacheManager(
@@ -99,8 +99,8 @@ class Node:
         self.peak_used = 0
         self.preemptions = 0
         self.pins: list[tuple[str, list[int]]] = []
-        self._wake: simpy.Event | None = None
-        self._up_event: simpy.Event | None = None
+        self._wake: loop.Event | None = None
+        self._up_event: loop.Event | None = None
         self._busy = False
         self._segment: tuple[float, list[float]] = (0.0, [])  # (start, iteration durations) of the segment running
         self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
@@ -323,7 +323,7 @@ class Node:
                     done = 1
                 self._busy = False
                 self._commit(plan, done, env.now - start)
-            except simpy.Interrupt:
+            except loop.Interrupt:
                 self._busy = False  # went down mid-iteration: its work is lost with the cache
 
     def _plan(self) -> _Plan | None:

@@ -43,7 +43,7 @@ class Request:
     first_token_at: float | None = None
     finished_at: float | None = None
     preemptions: int = 0
-    done: object = None  # the simpy event the workload waits on; the engine succeeds it
+    done: object = None  # the loop event the workload waits on; the engine succeeds it
     decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it (DECODE_AT_PREFILL_END: not chosen yet)
 
     def restart(self) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-import simpy
+from kvtui.sim import loop
 
 from kvtui.events import (
     BlocksEvicted,
@@ -62,7 +62,7 @@ class Router:
         on_finish: Callable[[Request, str], None],
     ):
         self.bus = bus
-        self.env: simpy.Environment = bus.env
+        self.env: loop.Environment = bus.env
         self.nodes = list(nodes)
         self.node_by_name = {n.name: n for n in self.nodes}
         self.cfg = cfg

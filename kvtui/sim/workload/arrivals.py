@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import simpy
+from kvtui.sim import loop
 
 from kvtui.scenario.model import Arrival, RatePoint
 from kvtui.sim.distributions import sample
 from kvtui.sim.request import Request
 
-Submit = Callable[[Request], simpy.Event]
+Submit = Callable[[Request], loop.Event]
 """The engine's entry point: submit a request, get an event that fires with its outcome
 ("completed", "rejected", "failed")."""
 
@@ -29,11 +29,11 @@ cannot trap the simulation in an endless loop at one instant."""
 
 
 def start_arrivals(
-    env: simpy.Environment,
+    env: loop.Environment,
     arrival: Arrival,
     rng: np.random.Generator,
     may_start: Callable[[], bool],
-    start: Callable[[], simpy.Event],
+    start: Callable[[], loop.Event],
 ) -> None:
     """Start the processes that begin sessions.
 

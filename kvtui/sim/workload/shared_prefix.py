@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
-import simpy
+from kvtui.sim import loop
 
 from kvtui.scenario.model import Dist, SharedPrefix, Workload
 from kvtui.sim.distributions import sample_int
@@ -98,7 +98,7 @@ class _User:
         self.question: np.ndarray | None = None  # drawn on first use, from the user's own stream
         self.conv: Conversation | None = None  # multi-turn context (system prompt + history)
         self.history: list[np.ndarray] = []  # rounds' question + answer, kept only to trim
-        self.pending: deque[simpy.Event] = deque()  # requests due while a round is in flight
+        self.pending: deque[loop.Event] = deque()  # requests due while a round is in flight
         self.busy = False
         self.rounds = 0
 
@@ -140,11 +140,11 @@ class SharedPrefixWorkload:
         self.dispatched = 0  # requests that became due (sent or waiting for their user)
         self.requests_issued = 0  # requests sent to the cluster
         self.sessions_started = 0  # users that have sent a first request
-        self.env: simpy.Environment | None = None
+        self.env: loop.Environment | None = None
         self._submit: Submit | None = None
 
     # -- the engine's interface ------------------------------------------------------------
-    def start(self, env: simpy.Environment, submit: Submit) -> None:
+    def start(self, env: loop.Environment, submit: Submit) -> None:
         self.env = env
         self._submit = submit
         start_arrivals(env, self.spec.arrival, self._arrival_rng, self._may_start, self._due)
@@ -165,7 +165,7 @@ class SharedPrefixWorkload:
             return False
         return not (s.duration_s is not None and self.env.now >= s.duration_s)
 
-    def _due(self) -> simpy.Event:
+    def _due(self) -> loop.Event:
         """Request number `dispatched` is due: its user sends it now, or after its current round."""
         user = self.users[int(self.order[self.dispatched % len(self.users)])]
         self.dispatched += 1

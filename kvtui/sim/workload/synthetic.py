@@ -20,7 +20,7 @@ import bisect
 import math
 
 import numpy as np
-import simpy
+from kvtui.sim import loop
 
 from kvtui.scenario.model import PrefixGroup, Workload
 from kvtui.sim.distributions import sample, sample_int
@@ -71,11 +71,11 @@ class SyntheticWorkload:
         self.sessions_started = 0
         self.turns_cut = 0  # turns never sent: an earlier turn of their session was rejected or failed
         self.requests_issued = 0
-        self.env: simpy.Environment | None = None
+        self.env: loop.Environment | None = None
         self._submit: Submit | None = None
 
     # -- the engine's interface ------------------------------------------------------------
-    def start(self, env: simpy.Environment, submit: Submit) -> None:
+    def start(self, env: loop.Environment, submit: Submit) -> None:
         self.env = env
         self._submit = submit
         if self.groups:
@@ -98,7 +98,7 @@ class SyntheticWorkload:
     def _request_cap_reached(self) -> bool:
         return self.spec.requests is not None and self.requests_issued >= self.spec.requests
 
-    def _start_session(self) -> simpy.Process:
+    def _start_session(self) -> loop.Process:
         rng = self._next_session_rng()
         group = self._pick_group(rng)
         self.sessions_started += 1

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-import simpy
+from kvtui.sim import loop
 
 from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
@@ -95,7 +95,7 @@ class TraceWorkload:
         self._slo = slo_fields(trace.slo, trace.sheddable)  # the Request fields every replayed call carries
         self._chain = HashChain(b"mooncake")
         self._labels: dict[int, str] = {}
-        self.env: simpy.Environment | None = None
+        self.env: loop.Environment | None = None
         self._submit: Submit | None = None
 
     # -- the validating pass -----------------------------------------------------------------
@@ -150,7 +150,7 @@ class TraceWorkload:
                        "a rejected or failed turn ends its conversation (its next prompt would contain the missing reply)")
         return out
 
-    def start(self, env: simpy.Environment, submit: Submit) -> None:
+    def start(self, env: loop.Environment, submit: Submit) -> None:
         self.env = env
         self._submit = submit
         if is_conversations(self.trace.format):
@@ -211,7 +211,7 @@ class TraceWorkload:
     def _at_limit(self) -> bool:
         return self.trace.limit is not None and self.requests_issued >= self.trace.limit
 
-    def _start_conversation(self) -> simpy.Process:
+    def _start_conversation(self) -> loop.Process:
         files = self.weka.files
         conv = self.weka.read(files[self.sessions_started % len(files)])  # validated at construction
         replay = self.sessions_started // len(files) + 1
