@@ -42,7 +42,14 @@ through the cache dict at once; never-used blocks leave the free queue as a rang
 from __future__ import annotations
 
 from array import array
+from collections import deque
+from itertools import repeat
 from typing import Callable, Sequence
+
+
+def _consume(calls) -> None:
+    """Run an iterator of calls (a `map` of setters) to its end at C level, keeping nothing."""
+    deque(calls, maxlen=0)
 
 
 class OutOfBlocks(Exception):
@@ -307,25 +314,33 @@ class BlockPool:
         if n > len(self.free_queue):
             raise OutOfBlocks(f"{self.node}: asked for {n} blocks, {len(self.free_queue)} free")
         front, fresh, back = self.free_queue.pop_front(n)
-        ref, key, owner = self.ref, self.key, self.owner
-        evicted_keys: list[int] = []
-        evicted_groups: list[str] = []
-        for b in back:  # only back-list blocks can hold a key
-            k = key[b]
-            if k is not None:
-                self._uncache(b, k)
-                evicted_keys.append(k)
-                evicted_groups.append(owner[b])
+        evicted_keys, evicted_groups = self._evict_run(back) if back else ((), ())
         out = front + fresh + back if front or back else fresh
-        for b in out:
-            ref[b] = 1
-            owner[b] = group
+        _consume(map(self.ref.__setitem__, out, repeat(1)))
+        _consume(map(self.owner.__setitem__, out, repeat(group)))
         self.version += 1
         if evicted_keys:
             self.evicted_total += len(evicted_keys)
             if self.on_evicted is not None:
-                self.on_evicted(tuple(evicted_keys), tuple(evicted_groups), for_request)
+                self.on_evicted(evicted_keys, evicted_groups, for_request)
         return out
+
+    def _evict_run(self, back: list[int]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """Drop the keys of a run of blocks popped off the back list, in queue order: (keys,
+        groups) for the one removed event. The usual case (every block keyed, no key with a
+        second copy: then each block is its key's only holder) is C-level dict and list work
+        for the whole run; otherwise `_uncache` block by block, as vLLM pops each copy."""
+        key, owner = self.key, self.owner
+        keys = list(map(key.__getitem__, back))
+        if None not in keys and (not self.copies or self.copies.keys().isdisjoint(keys)):
+            _consume(map(self.cached.__delitem__, keys))
+            _consume(map(key.__setitem__, back, repeat(None)))
+            return tuple(keys), tuple(map(owner.__getitem__, back))
+        evicted = [(k, owner[b]) for b, k in zip(back, keys) if k is not None]
+        for b, k in zip(back, keys):
+            if k is not None:
+                self._uncache(b, k)
+        return tuple(k for k, _g in evicted), tuple(g for _k, g in evicted)
 
     def _uncache(self, block: int, k: int) -> None:
         """Drop one copy of `k` (vLLM's `BlockHashToBlockMap.pop`): the next oldest copy, if
