@@ -43,7 +43,8 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from itertools import repeat
+from itertools import compress, repeat
+from operator import is_, is_not, not_, sub
 from typing import Callable, Sequence
 
 
@@ -171,16 +172,13 @@ class FreeQueue:
             self._splice(blocks, 2, at_head=False)
 
     def _splice(self, blocks: list[int], part: int, at_head: bool) -> None:
-        """Link `blocks` as a chain, then join it to the head or the tail of one list."""
+        """Link `blocks` as a chain (two C-level maps over the run), then join it to the head
+        or the tail of one list."""
         nxt, prv, ends = self._next, self._prev, self._ends
-        before = _END
-        for b in blocks:
-            prv[b] = before
-            if before != _END:
-                nxt[before] = b
-            before = b
+        _consume(map(nxt.__setitem__, blocks[:-1], blocks[1:]))
+        _consume(map(prv.__setitem__, blocks[1:], blocks[:-1]))
         first, last = blocks[0], blocks[-1]
-        nxt[last] = _END
+        prv[first] = nxt[last] = _END
         head, tail = ends[part], ends[part + 1]
         if at_head and head != _END:
             nxt[last], prv[head] = head, last
@@ -395,16 +393,18 @@ class BlockPool:
 
     def free(self, blocks: list[int]) -> None:
         """Release a request's blocks tail first: those left holding no key go to the front of
-        the free queue (reused first), keyed ones to the back (evicted last, tail before head)."""
+        the free queue (reused first), keyed ones to the back (evicted last, tail before head).
+        The whole run is counted down, sorted and spliced with C-level maps, no loop per block."""
         ref, key = self.ref, self.key
-        unkeyed: list[int] = []
-        keyed: list[int] = []
-        for b in reversed(blocks):
-            ref[b] -= 1
-            if ref[b] == 0:
-                (unkeyed if key[b] is None else keyed).append(b)
-        self.free_queue.prepend(unkeyed)
-        self.free_queue.extend(keyed)
+        tail_first = blocks[::-1]
+        counts = list(map(sub, map(ref.__getitem__, tail_first), repeat(1)))
+        _consume(map(ref.__setitem__, tail_first, counts))
+        released = list(compress(tail_first, map(not_, counts)))
+        keys = list(map(key.__getitem__, released))
+        if None in keys:
+            self.free_queue.prepend(list(compress(released, map(is_, keys, repeat(None)))))
+            released = list(compress(released, map(is_not, keys, repeat(None))))
+        self.free_queue.extend(released)
         self.version += 1
 
     def pin(self, keys: list[int], group: str) -> int:
