@@ -34,9 +34,12 @@ The pool reports every cache change through `emit` as a KV event (stored / evict
 is how the router's KV index and the metadata store learn about it, as vLLM's `BlockStored` /
 `BlockRemoved` events do.
 
-Cost: the pool is on every request's path (a Mooncake prompt is ~750 blocks), so the per-block
-work is kept to C-level dict and list operations where the rule allows (`lookup` maps the keys
-through the cache dict at once; never-used blocks leave the free queue as a range).
+Cost: the pool is on every request's path (a Mooncake prompt is ~750 blocks), so the work
+follows runs of blocks, not blocks, where the rule allows, in C-level dict, list and array
+operations: `lookup` maps the keys through the cache dict at once; never-used blocks leave the
+free queue as a range; a request's blocks are freed as one run (one splice), and popped again
+as that run while the links still chain it; a popped run's keys are evicted together when each
+is its key's only copy. Where a cache hit or a second copy cuts a run, the per-block rule runs.
 """
 
 from __future__ import annotations
@@ -74,9 +77,15 @@ class FreeQueue:
     allocating never-used blocks is a range slice, and the lists cost 8 bytes a block whatever
     their length (an OrderedDict of block ids took ~90 bytes a block, most of a 64-node
     cluster's memory).
+
+    A run of blocks appended together (a request's keyed blocks at its end) is also remembered
+    as an int32 array under its first block (`_runs`), so popping it walks no links: the run is
+    taken in one slice once two C-level maps show the links still chain it (a cache hit may have
+    taken a block out of it since; then the walk goes block by block, as before). The links stay
+    the truth; a run is only a shortcut that is checked before it is used.
     """
 
-    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked")
+    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked", "_runs")
 
     def __init__(self, num_blocks: int):
         self.num_blocks = num_blocks
@@ -86,6 +95,7 @@ class FreeQueue:
         self._prev = array("i", [_OUT]) * num_blocks
         self._ends = [_END, _END, _END, _END]  # front head, front tail, back head, back tail
         self._linked = 0  # blocks in the two lists
+        self._runs: dict[int, array] = {}  # first block -> the run appended with it (a hint, checked)
 
     def __len__(self) -> int:
         return self.size
@@ -127,11 +137,21 @@ class FreeQueue:
         return self._pop_list(2, 1)[0], True
 
     def _pop_list(self, part: int, n: int) -> list[int]:
-        """Up to `n` blocks off the head of one list (`part` 0: front, 2: back)."""
-        ends, nxt, prv = self._ends, self._next, self._prev
+        """Up to `n` blocks off the head of one list (`part` 0: front, 2: back): whole runs
+        where a remembered one still chains, block by block elsewhere."""
+        ends, nxt, prv, runs = self._ends, self._next, self._prev, self._runs
         out: list[int] = []
         b = ends[part]
         while len(out) < n and b != _END:
+            run = runs.pop(b, None)
+            if run is not None:
+                taken = self._take_run(run, n - len(out))
+                if taken:
+                    out += taken
+                    b = nxt[taken[-1]]
+                    _consume(map(nxt.__setitem__, taken, repeat(_OUT)))
+                    _consume(map(prv.__setitem__, taken, repeat(_OUT)))
+                    continue
             out.append(b)
             following = nxt[b]
             nxt[b] = prv[b] = _OUT
@@ -145,9 +165,20 @@ class FreeQueue:
         self.size -= len(out)
         return out
 
+    def _take_run(self, run: array, want: int) -> array | None:
+        """The first `want` blocks of `run` if the links still chain them (None if not); the
+        rest of the run is remembered under its new first block."""
+        taken = run[:want]
+        if array("i", map(self._next.__getitem__, taken[:-1])) != taken[1:]:
+            return None
+        if len(run) > want + 1:
+            self._runs[run[want]] = run[want:]
+        return taken
+
     def remove(self, block: int) -> None:
         """A cache hit on an idle block (it holds a key, so it is in the back list)."""
         nxt, prv, ends = self._next, self._prev, self._ends
+        self._runs.pop(block, None)  # a run it heads would only fail its check later
         before, after = prv[block], nxt[block]
         if before == _END:
             ends[2] = after
@@ -170,6 +201,8 @@ class FreeQueue:
         """Append freed blocks at the very back, in the given order (vLLM's `append_n`)."""
         if blocks:
             self._splice(blocks, 2, at_head=False)
+            if len(blocks) > 1:
+                self._runs[blocks[0]] = array("i", blocks)
 
     def _splice(self, blocks: list[int], part: int, at_head: bool) -> None:
         """Link `blocks` as a chain (two C-level maps over the run), then join it to the head
