@@ -34,26 +34,15 @@ The pool reports every cache change through `emit` as a KV event (stored / evict
 is how the router's KV index and the metadata store learn about it, as vLLM's `BlockStored` /
 `BlockRemoved` events do.
 
-Cost: the pool is on every request's path (a Mooncake prompt is ~750 blocks), so the work
-follows runs of blocks, not blocks, where the rule allows, in C-level dict, list and array
-operations: `lookup` maps the keys through the cache dict at once; never-used blocks leave the
-free queue as a range; a request's blocks are freed as one run (one splice), and popped again
-as that run while the links still chain it; a popped run's keys are evicted together when each
-is its key's only copy. Where a cache hit or a second copy cuts a run, the per-block rule runs.
+Cost: the pool is on every request's path (a Mooncake prompt is ~750 blocks), so the per-block
+work is kept to C-level dict and list operations where the rule allows (`lookup` maps the keys
+through the cache dict at once; never-used blocks leave the free queue as a range).
 """
 
 from __future__ import annotations
 
 from array import array
-from collections import deque
-from itertools import compress, repeat
-from operator import is_, is_not, not_, sub
 from typing import Callable, Sequence
-
-
-def _consume(calls) -> None:
-    """Run an iterator of calls (a `map` of setters) to its end at C level, keeping nothing."""
-    deque(calls, maxlen=0)
 
 
 class OutOfBlocks(Exception):
@@ -77,15 +66,9 @@ class FreeQueue:
     allocating never-used blocks is a range slice, and the lists cost 8 bytes a block whatever
     their length (an OrderedDict of block ids took ~90 bytes a block, most of a 64-node
     cluster's memory).
-
-    A run of blocks appended together (a request's keyed blocks at its end) is also remembered
-    as an int32 array under its first block (`_runs`), so popping it walks no links: the run is
-    taken in one slice once two C-level maps show the links still chain it (a cache hit may have
-    taken a block out of it since; then the walk goes block by block, as before). The links stay
-    the truth; a run is only a shortcut that is checked before it is used.
     """
 
-    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked", "_runs")
+    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked")
 
     def __init__(self, num_blocks: int):
         self.num_blocks = num_blocks
@@ -95,7 +78,6 @@ class FreeQueue:
         self._prev = array("i", [_OUT]) * num_blocks
         self._ends = [_END, _END, _END, _END]  # front head, front tail, back head, back tail
         self._linked = 0  # blocks in the two lists
-        self._runs: dict[int, array] = {}  # first block -> the run appended with it (a hint, checked)
 
     def __len__(self) -> int:
         return self.size
@@ -137,21 +119,11 @@ class FreeQueue:
         return self._pop_list(2, 1)[0], True
 
     def _pop_list(self, part: int, n: int) -> list[int]:
-        """Up to `n` blocks off the head of one list (`part` 0: front, 2: back): whole runs
-        where a remembered one still chains, block by block elsewhere."""
-        ends, nxt, prv, runs = self._ends, self._next, self._prev, self._runs
+        """Up to `n` blocks off the head of one list (`part` 0: front, 2: back)."""
+        ends, nxt, prv = self._ends, self._next, self._prev
         out: list[int] = []
         b = ends[part]
         while len(out) < n and b != _END:
-            run = runs.pop(b, None)
-            if run is not None:
-                taken = self._take_run(run, n - len(out))
-                if taken:
-                    out += taken
-                    b = nxt[taken[-1]]
-                    _consume(map(nxt.__setitem__, taken, repeat(_OUT)))
-                    _consume(map(prv.__setitem__, taken, repeat(_OUT)))
-                    continue
             out.append(b)
             following = nxt[b]
             nxt[b] = prv[b] = _OUT
@@ -165,20 +137,9 @@ class FreeQueue:
         self.size -= len(out)
         return out
 
-    def _take_run(self, run: array, want: int) -> array | None:
-        """The first `want` blocks of `run` if the links still chain them (None if not); the
-        rest of the run is remembered under its new first block."""
-        taken = run[:want]
-        if array("i", map(self._next.__getitem__, taken[:-1])) != taken[1:]:
-            return None
-        if len(run) > want + 1:
-            self._runs[run[want]] = run[want:]
-        return taken
-
     def remove(self, block: int) -> None:
         """A cache hit on an idle block (it holds a key, so it is in the back list)."""
         nxt, prv, ends = self._next, self._prev, self._ends
-        self._runs.pop(block, None)  # a run it heads would only fail its check later
         before, after = prv[block], nxt[block]
         if before == _END:
             ends[2] = after
@@ -201,17 +162,18 @@ class FreeQueue:
         """Append freed blocks at the very back, in the given order (vLLM's `append_n`)."""
         if blocks:
             self._splice(blocks, 2, at_head=False)
-            if len(blocks) > 1:
-                self._runs[blocks[0]] = array("i", blocks)
 
     def _splice(self, blocks: list[int], part: int, at_head: bool) -> None:
-        """Link `blocks` as a chain (two C-level maps over the run), then join it to the head
-        or the tail of one list."""
+        """Link `blocks` as a chain, then join it to the head or the tail of one list."""
         nxt, prv, ends = self._next, self._prev, self._ends
-        _consume(map(nxt.__setitem__, blocks[:-1], blocks[1:]))
-        _consume(map(prv.__setitem__, blocks[1:], blocks[:-1]))
+        before = _END
+        for b in blocks:
+            prv[b] = before
+            if before != _END:
+                nxt[before] = b
+            before = b
         first, last = blocks[0], blocks[-1]
-        prv[first] = nxt[last] = _END
+        nxt[last] = _END
         head, tail = ends[part], ends[part + 1]
         if at_head and head != _END:
             nxt[last], prv[head] = head, last
@@ -300,18 +262,10 @@ class BlockPool:
         return 1 + len(self.copies.get(key, ()))
 
     def lookup(self, keys: Sequence[int], limit: int) -> list[int]:
-        """Block ids of the longest run of leading `keys` cached here, at most `limit` of them.
-        Mapped through the cache dict in growing chunks (8, 32, 128, ... keys): a prompt that
-        misses early costs one short map, not one lookup per prompt block."""
-        get = self.cached.get
-        hits: list = []
-        n, size = 0, 8
-        while n < limit:
-            chunk: list = list(map(get, keys[n : min(n + size, limit)]))  # ids, then None from the first miss
-            if None in chunk:
-                return hits + chunk[: chunk.index(None)]
-            hits += chunk
-            n, size = n + size, size * 4
+        """Block ids of the longest run of leading `keys` cached here, at most `limit` of them."""
+        hits: list = list(map(self.cached.get, keys[:limit]))  # ids, then None from the first miss
+        if None in hits:
+            del hits[hits.index(None) :]
         return hits
 
     def evictable_among(self, blocks: list[int]) -> int:
@@ -353,33 +307,25 @@ class BlockPool:
         if n > len(self.free_queue):
             raise OutOfBlocks(f"{self.node}: asked for {n} blocks, {len(self.free_queue)} free")
         front, fresh, back = self.free_queue.pop_front(n)
-        evicted_keys, evicted_groups = self._evict_run(back) if back else ((), ())
+        ref, key, owner = self.ref, self.key, self.owner
+        evicted_keys: list[int] = []
+        evicted_groups: list[str] = []
+        for b in back:  # only back-list blocks can hold a key
+            k = key[b]
+            if k is not None:
+                self._uncache(b, k)
+                evicted_keys.append(k)
+                evicted_groups.append(owner[b])
         out = front + fresh + back if front or back else fresh
-        _consume(map(self.ref.__setitem__, out, repeat(1)))
-        _consume(map(self.owner.__setitem__, out, repeat(group)))
+        for b in out:
+            ref[b] = 1
+            owner[b] = group
         self.version += 1
         if evicted_keys:
             self.evicted_total += len(evicted_keys)
             if self.on_evicted is not None:
-                self.on_evicted(evicted_keys, evicted_groups, for_request)
+                self.on_evicted(tuple(evicted_keys), tuple(evicted_groups), for_request)
         return out
-
-    def _evict_run(self, back: list[int]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-        """Drop the keys of a run of blocks popped off the back list, in queue order: (keys,
-        groups) for the one removed event. The usual case (every block keyed, no key with a
-        second copy: then each block is its key's only holder) is C-level dict and list work
-        for the whole run; otherwise `_uncache` block by block, as vLLM pops each copy."""
-        key, owner = self.key, self.owner
-        keys = list(map(key.__getitem__, back))
-        if None not in keys and (not self.copies or self.copies.keys().isdisjoint(keys)):
-            _consume(map(self.cached.__delitem__, keys))
-            _consume(map(key.__setitem__, back, repeat(None)))
-            return tuple(keys), tuple(map(owner.__getitem__, back))
-        evicted = [(k, owner[b]) for b, k in zip(back, keys) if k is not None]
-        for b, k in zip(back, keys):
-            if k is not None:
-                self._uncache(b, k)
-        return tuple(k for k, _g in evicted), tuple(g for _k, g in evicted)
 
     def _uncache(self, block: int, k: int) -> None:
         """Drop one copy of `k` (vLLM's `BlockHashToBlockMap.pop`): the next oldest copy, if
@@ -434,18 +380,16 @@ class BlockPool:
 
     def free(self, blocks: list[int]) -> None:
         """Release a request's blocks tail first: those left holding no key go to the front of
-        the free queue (reused first), keyed ones to the back (evicted last, tail before head).
-        The whole run is counted down, sorted and spliced with C-level maps, no loop per block."""
+        the free queue (reused first), keyed ones to the back (evicted last, tail before head)."""
         ref, key = self.ref, self.key
-        tail_first = blocks[::-1]
-        counts = list(map(sub, map(ref.__getitem__, tail_first), repeat(1)))
-        _consume(map(ref.__setitem__, tail_first, counts))
-        released = list(compress(tail_first, map(not_, counts)))
-        keys = list(map(key.__getitem__, released))
-        if None in keys:
-            self.free_queue.prepend(list(compress(released, map(is_, keys, repeat(None)))))
-            released = list(compress(released, map(is_not, keys, repeat(None))))
-        self.free_queue.extend(released)
+        unkeyed: list[int] = []
+        keyed: list[int] = []
+        for b in reversed(blocks):
+            ref[b] -= 1
+            if ref[b] == 0:
+                (unkeyed if key[b] is None else keyed).append(b)
+        self.free_queue.prepend(unkeyed)
+        self.free_queue.extend(keyed)
         self.version += 1
 
     def pin(self, keys: list[int], group: str) -> int:

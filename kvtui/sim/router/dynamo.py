@@ -49,9 +49,7 @@ temperature `p` (the softmax probability).
 from __future__ import annotations
 
 import math
-from collections import Counter, deque
-from itertools import compress
-from operator import not_, sub
+from collections import Counter
 from typing import Sequence
 
 from kvtui.events import Event, FirstToken, NodeDown, RequestCompleted, RequestRejected
@@ -109,18 +107,17 @@ class ActiveSequences:
             self.active_tokens -= t
 
     def free(self, request: str) -> None:
-        """Forget `request`: count its blocks down (once per time it listed them, as
-        `add_request` counted them up) and drop those no active request holds any more. The
-        whole prompt in a few C-level maps: a Mooncake prompt is ~750 keys."""
         self.mark_prefill_completed(request)
         keys = self.blocks.pop(request, None)
         if keys is None:
             return
         refs = self.refs
-        times = Counter(keys)  # a prompt's chained keys are distinct, but the count is exact either way
-        left = list(map(sub, map(refs.__getitem__, times), times.values()))
-        dict.update(refs, zip(times, left))
-        deque(map(refs.pop, compress(times, map(not_, left))), maxlen=0)
+        for k in keys:
+            n = refs[k] - 1
+            if n <= 0:
+                refs.pop(k)  # dict.pop: Counter's own `del` is a Python-level method
+            else:
+                refs[k] = n
 
 
 def softmax_probabilities(costs: Sequence[float], temperature: float) -> list[float]:
