@@ -387,3 +387,21 @@ def test_dynamo_new_block_bisection_equals_counting(name, sets, monkeypatch):
     sim.run()
     assert len(calls) > 100 and all(same for same, _ in calls)
     assert sum(partial for _, partial in calls) > 10  # prompts partly among the active blocks
+
+
+def test_dynamo_free_counts_shared_and_repeated_blocks_down_exactly():
+    """`ActiveSequences.free` counts a request's blocks down in one batch: a block another
+    active request still holds stays with its count, one listed twice is counted down twice,
+    and what nobody holds any more is gone."""
+    from kvtui.sim.router.dynamo import ActiveSequences
+
+    w = ActiveSequences()
+    w.add_request("a", (1, 2, 3, 4), 64)
+    w.add_request("b", (1, 2, 9), 48)
+    w.add_request("c", (7, 7, 1), 48)
+    w.free("a")
+    assert dict(w.refs) == {1: 2, 2: 1, 9: 1, 7: 2} and w.active_blocks == 4
+    w.free("c")
+    assert dict(w.refs) == {1: 1, 2: 1, 9: 1} and w.active_tokens == 48
+    w.free("b")
+    assert not w.refs and w.active_tokens == 0

@@ -1,0 +1,84 @@
+"""The free queue against a plain Python list of the same blocks, through runs cut by cache hits.
+
+`FreeQueue` keeps vLLM's order in linked int32 arrays and a range of never-used blocks; these
+tests drive it and a list (the same order, written the obvious way) with the same random frees
+to either end, hits out of the back and pops, and compare the whole order after each one: the
+reference any faster queue (runs, a compiled core) must keep. Size knob: KVTUI_FUZZ_SCALE
+(operations per seed).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from kvtui.sim.blocks import FreeQueue
+
+SCALE = float(os.environ.get("KVTUI_FUZZ_SCALE", "1"))
+
+
+class ListQueue:
+    """The reference: unkeyed blocks at the front, never-used ones, keyed ones at the back."""
+
+    def __init__(self, n: int) -> None:
+        self.front: list[int] = []
+        self.fresh = list(range(1, n))
+        self.back: list[int] = []
+
+    def order(self) -> list[int]:
+        return self.front + self.fresh + self.back
+
+    def pop_front(self, n: int) -> tuple[list[int], list[int], list[int]]:
+        parts = []
+        for part in (self.front, self.fresh, self.back):
+            parts.append(part[:n])
+            del part[:n]
+            n -= len(parts[-1])
+        return parts[0], parts[1], parts[2]
+
+
+def _step(rng: random.Random, fq: FreeQueue, ref: ListQueue, held: list[int]) -> None:
+    """One random operation on both queues: free a run to either end, take a hit out of the
+    back list, or pop some blocks off the front."""
+    op = rng.random()
+    if op < 0.4 and held:
+        run = [held.pop(rng.randrange(len(held))) for _ in range(min(len(held), rng.randrange(1, 12)))]
+        if rng.random() < 0.25:
+            fq.prepend(run)
+            ref.front[:0] = run
+        else:
+            fq.extend(run)
+            ref.back += run
+    elif op < 0.6 and ref.back:
+        b = rng.choice(ref.back)
+        fq.remove(b)
+        ref.back.remove(b)
+        held.append(b)
+    else:
+        n = rng.randrange(0, 15)
+        got = fq.pop_front(n)
+        assert got == ref.pop_front(n)
+        held.extend(b for part in got for b in part)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_runs_pop_in_the_same_order_as_a_plain_list(seed):
+    rng = random.Random(seed)
+    n = rng.choice((8, 24, 64))
+    fq, ref, held = FreeQueue(n), ListQueue(n), []
+    for _ in range(int(600 * SCALE)):
+        _step(rng, fq, ref, held)
+        assert list(fq) == ref.order() and len(fq) == len(ref.order())
+        assert all(b in fq for b in ref.back) and not any(b in fq for b in held)
+
+
+def test_a_run_cut_by_a_hit_pops_around_the_hole():
+    fq = FreeQueue(10)
+    fq.pop_front(9)
+    fq.extend([5, 4, 3, 2, 1])
+    fq.remove(3)  # a cache hit in the middle of the remembered run
+    assert fq.pop_front(2) == ([], [], [5, 4])
+    assert fq.pop_front(5) == ([], [], [2, 1])
+    assert len(fq) == 0
