@@ -301,7 +301,7 @@ class XGBRegressor:
         self.model = self.xgb.train(self.params, dtrain, num_boost_round=XGB_ROUNDS)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        z = np.asarray(self.model.predict(self.xgb.DMatrix(self.design(X), nthread=1)), dtype=float)
+        z = np.asarray(self.model.predict(self.xgb.DMatrix(self.design(X), nthread=1)), dtype=np.float64)
         return objective_inverse(self.cfg.objective, z)
 
 
