@@ -106,11 +106,11 @@ def _check_route(args) -> None:
             raise UsageError("kvtui live: --listen goes with --route POLICY")
         return
     from kvtui.cli.common import check_policy
-    from kvtui.live.routing import LEARNING
+    from kvtui.live.routing import route_refusal
 
     check_policy(args.route)
-    if args.route in LEARNING:
-        raise UsageError(f"kvtui live: --route {args.route} learns from simulation events, which real engines do not send")
+    if (why := route_refusal(args.route)) is not None:
+        raise UsageError(f"kvtui live: --route {args.route}: {why}")
     args.listen = args.listen or "127.0.0.1:8000"
     host, sep, port = args.listen.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

@@ -27,10 +27,21 @@ from kvtui.live.metrics import EngineFigures
 from kvtui.live.state import LiveState
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context
-from kvtui.sim.router.registry import make_policy
+from kvtui.sim.router.registry import make_policy, policy_class
 from kvtui.sim.router.state import Decision, NodeState
 
 LEARNING = ("predicted_latency", "dynamo")  # policies whose state comes from simulation events
+
+
+def route_refusal(policy: str) -> str | None:
+    """Why route mode cannot run `policy`, or None. Route mode sends each request to one engine
+    and reads no simulation events; a P/D policy picks a prefill and a decode node and hands KV
+    between them, which a proxy in front of colocated engines cannot do."""
+    if policy in LEARNING:
+        return f"policy {policy!r} learns from simulation events, which route mode has not"
+    if policy_class(policy).PAIRED:
+        return f"policy {policy!r} picks a prefill and a decode node (P/D); route mode sends a request to one engine"
+    return None
 
 
 @dataclass(frozen=True)
@@ -48,8 +59,8 @@ class Routed:
 
 class LiveRouter:
     def __init__(self, policy: str, engines: Sequence[Engine], seed: int = 0):
-        if policy in LEARNING:
-            raise ValueError(f"policy {policy!r} learns from simulation events, which route mode has not")
+        if (why := route_refusal(policy)) is not None:
+            raise ValueError(why)
         self.policy_name, self.policy = policy, make_policy(policy)
         self.engines = [rank for e in engines for rank in e.ranks()]  # a data-parallel rank is a candidate
         self.rng = np.random.default_rng(seed)

@@ -133,6 +133,9 @@ def test_live_needs_an_engine_and_each_name_once(tmp_path, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--route", "cache_awre"], "did you mean"),
     (["--route", "predicted_latency"], "learns from simulation events"),
+    (["--route", "llm_d_pd"], "route mode sends a request to one engine"),
+    (["--route", "dynamo_disagg"], "route mode sends a request to one engine"),
+    (["--route", "mooncake"], "route mode sends a request to one engine"),
     (["--route", "cache_aware", "--listen", "8000"], "is not HOST:PORT"),
     (["--listen", "127.0.0.1:8000"], "--listen goes with --route"),
 ])
