@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import simpy
+
 
 @dataclass(slots=True, eq=False)
 class Request:
@@ -39,7 +41,7 @@ class Request:
     first_token_at: float | None = None
     finished_at: float | None = None
     preemptions: int = 0
-    done: object = None  # the simpy event the workload waits on; the engine succeeds it
+    done: simpy.Event | None = None  # the simpy event the workload waits on; the engine succeeds it
     decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it
 
     def restart(self) -> None:
