@@ -169,11 +169,10 @@ class Simulation:
     def _scripted(self, ev: ScriptedEvent):
         if ev.at > self.env.now:
             yield self.env.timeout(ev.at - self.env.now)
-        node = cast(str, ev.node)  # the loader rejects a node_down / node_up without one
-        if ev.action == "node_down":
-            self.node_down(node, ev.in_flight)
+        if ev.action == "node_down":  # the loader rejects a node_down / node_up without a node
+            self.node_down(cast(str, ev.node), ev.in_flight)
         elif ev.action == "node_up":
-            self.node_up(node)
+            self.node_up(cast(str, ev.node))
         elif ev.action == "control_plane_crash":
             self.crash_control_plane()
 
