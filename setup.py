@@ -61,7 +61,7 @@ class BuildCompiled(build_ext):
         try:
             super().run()
         except Exception as e:  # noqa: BLE001 - any compiler failure means a pure install
-            self.fall_back(f"{type(e).__name__}: {e}".splitlines()[0])
+            self.fall_back(f"{type(e).__name__}: {e}".splitlines()[0][:200])
             return
         record = {"sources": {m: hashlib.sha256(GROUP.source_path(m).read_bytes()).hexdigest() for m in GROUP.MODULES}}
         for root in [Path(self.build_lib)] + ([ROOT] if self.inplace else []):

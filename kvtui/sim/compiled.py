@@ -53,7 +53,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # the directory holding k
 MANIFEST = Path(__file__).with_name("compiled.json")
 
 build = "pure"  # what guard() decided: "compiled" or "pure"
-why_pure = "not built compiled (KVTUI_COMPILE=1 pip install -e . compiles it)"
+why_pure = "not built compiled; KVTUI_COMPILE=1 pip install -e . compiles it"
 
 
 def source_path(module: str) -> Path:

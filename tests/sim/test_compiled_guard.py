@@ -85,7 +85,7 @@ def test_the_real_build_falls_back_whole_after_an_edit(tmp_path):
     fresh = import_blocks(tree)
     assert fresh.stdout.split() == [str(tree / f"kvtui/sim/blocks{SUFFIX}"), "compiled"], fresh.stderr
     edit(tree)
-    code = "import kvtui.sim.engine, sys; print(sorted(m for m in sys.modules if (getattr(sys.modules[m], '__file__', None) or '').endswith('.so')))"
+    code = "import kvtui.sim.engine, sys; print(sorted(m for m in sys.modules if m.startswith('kvtui') and (getattr(sys.modules[m], '__file__', None) or '').endswith('.so')))"
     env = {k: v for k, v in os.environ.items() if k != "KVTUI_PURE"} | {"PYTHONPATH": str(tree)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tree, check=False)
     assert done.returncode == 0, done.stderr
