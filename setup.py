@@ -3,8 +3,8 @@ kvtui/sim/compiled.py names with mypyc; without it, or when compiling fails, kvt
 pure Python. Everything else about the package is in pyproject.toml.
 
 A compiled build writes kvtui/sim/compiled.json (each source's SHA-256, read by the import-time
-stale guard); a failed one writes the error there instead. A pure build removes the compiled
-files an earlier editable build left in the checkout, so `pip install -e .` means pure.
+stale guard); a failed one writes the error there instead. A pure editable build removes the
+compiled files an earlier one left in the checkout, so `pip install -e .` means pure.
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ class BuildCompiled(build_ext):
 def extensions() -> list:
     """mypyc's extension modules for the group, or none (pure) when not asked or it fails."""
     if os.environ.get("KVTUI_COMPILE") != "1":
-        remove_in_place_build()
+        if "editable_wheel" in sys.argv:  # not a wheel built from the checkout (tests build one)
+            remove_in_place_build()
         return []
     if not set(sys.argv[1:]) - METADATA_ONLY:
         return []  # pip asking what the build needs: mypyc is not there yet
