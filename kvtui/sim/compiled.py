@@ -112,9 +112,8 @@ def guard() -> None:
     """Decide the build before any engine module is imported (kvtui/sim/__init__.py calls it)."""
     global build, why_pure
     manifest = read_manifest()
-    if not any(compiled_file(m) for m in MODULES):
-        why_pure = manifest.get("error") or why_pure
-        return
+    if not any(compiled_file(m) for m in MODULES):  # pure, and stays so should a build appear later
+        return use_pure(manifest.get("error") or why_pure)
     if os.environ.get("KVTUI_PURE") == "1":
         return use_pure("KVTUI_PURE=1")
     stale = stale_modules(manifest)
