@@ -12,14 +12,18 @@ did not use the build it was asked for.
 
 Cases: the standard workload on 4 nodes and on 64 (16x the rate), and with `--mooncake` the
 full Mooncake conversation trace on 10 nodes. Printed: CPU seconds per run and the ratio
-compiled / pure of the medians.
+compiled / pure of the medians; `--write-doc FILE` also puts that table, with the date, the
+load and the command, between `<!-- measured: compiled_bench -->` and `<!-- /measured -->`.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -71,15 +75,32 @@ def check(pure: dict, compiled: dict) -> None:
         raise SystemExit(f"figures differ: pure {pure['digest']}, compiled {compiled['digest']}")
 
 
+def write_doc(path: Path, rows: list[str], argv: list[str], started: str) -> None:
+    """Replace the measured block of `path` with this run's table."""
+    load = os.getloadavg()[0]
+    command = shlex.join(["python", "benchmarks/compiled_bench.py", *argv])
+    body = (f"Measured {started} on this project's VM ({os.cpu_count()} CPUs, load average {load:.1f} at the end) "
+            f"by\n`{command}`, medians of CPU seconds, same digests both ways:\n\n"
+            "| case | pure | compiled | compiled / pure |\n|---|---|---|---|\n" + "".join(rows))
+    pattern = re.compile(r"(<!-- measured: compiled_bench -->\n).*?(<!-- /measured -->)", re.S)
+    if not pattern.search(path.read_text()):
+        raise SystemExit(f"{path}: no '<!-- measured: compiled_bench -->' ... '<!-- /measured -->' block")
+    path.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), path.read_text()))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--requests", type=int, default=4000)
     p.add_argument("--mooncake", action="store_true", help="also the full Mooncake conversation trace on 10 nodes")
+    p.add_argument("--write-doc", type=Path, help="put the table into this file's measured block")
     a = p.parse_args()
-    cases = [("standard, 4 nodes", STANDARD, 0, a.requests), ("standard, 64 nodes", STANDARD, 64, a.requests)]
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows: list[str] = []
+    cases = [(f"standard workload, 4 nodes, {a.requests:,} requests", STANDARD, 0, a.requests),
+             (f"standard workload, 64 nodes, {a.requests:,} requests", STANDARD, 64, a.requests)]
     if a.mooncake:
-        cases.append(("Mooncake conversation, 10 nodes", MOONCAKE, 0, 0))
+        cases.append(("Mooncake conversation trace, 10 nodes", MOONCAKE, 0, 0))
     for label, path, nodes, requests in cases:
         runs: dict[str, list[dict]] = {"pure": [], "compiled": []}
         for _ in range(a.rounds):
@@ -91,6 +112,9 @@ def main() -> int:
         for side, rs in runs.items():
             print(f"  {side:8s} CPU s " + "  ".join(f"{r['cpu']:6.2f}" for r in rs))
         print(f"  compiled / pure: {med['compiled'] / med['pure']:.2f}")
+        rows.append(f"| {label} | {med['pure']:.2f} s | {med['compiled']:.2f} s | {med['compiled'] / med['pure']:.2f} |\n")
+    if a.write_doc:
+        write_doc(a.write_doc, rows, sys.argv[1:], started)
     return 0
 
 
