@@ -1,51 +1,44 @@
-"""The engine's hottest modules compiled by mypyc, against the same code in pure Python (issue 23).
+"""The compiled engine against the same code in pure Python (issue 23), CPU time.
 
-Run:  python benchmarks/compiled_bench.py [--rounds 3] [--requests 4000] [--mooncake] [MODULE.py ...]
+Run:  KVTUI_COMPILE=1 pip install -e .   (once: builds the checkout compiled, setup.py)
+      python benchmarks/compiled_bench.py [--rounds 3] [--requests 4000] [--mooncake]
 
-Issue 23 allows a compiled core on three conditions (an install that works without a compiler,
-the whole suite run both ways in CI with a differential fuzz, and an editable checkout that
-never runs a stale compiled module). This script ships nothing compiled: it measures what
-compiling would buy, so the decision rests on figures from this checkout. It copies kvtui/ into
-two temporary trees, compiles MODULES (or the files named) with mypyc in one of them (mypyc
-comes with mypy, a test dependency; it needs a C compiler), and runs each case alternately in
-both trees, `--rounds` times, each run in a fresh interpreter. Every run prints its CPU seconds
-and a digest of its metrics and event count, and the script stops if a compiled run's digest
-differs from the pure one's or a module it compiled was not the one imported.
+The engine modules kvtui/sim/compiled.py names are compiled by mypyc when the checkout is
+installed with KVTUI_COMPILE=1. This script runs each case alternately on that build and on
+the pure modules (KVTUI_PURE=1, which the stale guard honours), `--rounds` times, each run in a
+fresh interpreter. Every run prints its CPU seconds and a digest of its metrics and event
+count, and the script stops if a compiled run's digest differs from the pure one's or a run
+did not use the build it was asked for.
 
 Cases: the standard workload on 4 nodes and on 64 (16x the rate), and with `--mooncake` the
 full Mooncake conversation trace on 10 nodes. Printed: CPU seconds per run and the ratio
-compiled / pure of the medians.
+compiled / pure of the medians; `--write-doc FILE` also puts that table, with the date, the
+load and the command, between `<!-- measured: compiled_bench -->` and `<!-- /measured -->`.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
-import shutil
+import os
+import re
+import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDARD = ROOT / "benchmarks" / "standard.yaml"
 MOONCAKE = ROOT / "benchmarks" / "mooncake-conversation-10.yaml"
 
-# The block pool, the KV manager, the bus and key hashing: the per-block and per-event work.
-# Each must type-check cleanly (mypyc turns a wrong annotation into a TypeError at run time).
-MODULES = ["kvtui/sim/blocks.py", "kvtui/sim/kv_manager.py", "kvtui/sim/bus.py", "kvtui/sim/workload/hashing.py"]
-
-# mypyc reads a config of its own: pyproject's [tool.mypy] warns of unused sections, which
-# mypyc counts as a failure.
-MYPY_CONFIG = "[mypy]\npython_version = 3.11\n[mypy-simpy,simpy.*]\nignore_missing_imports = True\n"
-
 CHILD = r"""
 import dataclasses, hashlib, json, sys, time
-sys.path.insert(0, sys.argv[1])
 from kvtui.scenario import load_scenario
+from kvtui.sim import compiled
 from kvtui.sim.engine import Simulation
-path, nodes, requests, compiled = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
+path, nodes, requests = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 s = load_scenario(path, [f"workload.requests={requests}"] if requests else [])
 if nodes:
     base = s.cluster.nodes[0]
@@ -59,71 +52,69 @@ sim = Simulation(s)
 sim.run()
 cpu = time.process_time() - t
 figures = json.dumps([dataclasses.asdict(sim.metrics), sim.bus.seq, sim.router.stats], sort_keys=True, default=str)
-files = {m: sys.modules[m].__file__ for m in compiled}
-print(json.dumps({"cpu": cpu, "digest": hashlib.sha256(figures.encode()).hexdigest()[:16], "files": files}))
+print(json.dumps({"cpu": cpu, "digest": hashlib.sha256(figures.encode()).hexdigest()[:16], "build": compiled.build}))
 """
 
 
-def module_name(path: str) -> str:
-    return path.removesuffix(".py").replace("/", ".")
-
-
-def make_trees(tmp: Path, modules: list[str]) -> tuple[Path, Path]:
-    """Two copies of kvtui/: pure, and with `modules` compiled in place."""
-    pure, compiled = tmp / "pure", tmp / "compiled"
-    for tree in (pure, compiled):
-        shutil.copytree(ROOT / "kvtui", tree / "kvtui", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    (tmp / "mypyc.ini").write_text(MYPY_CONFIG)
-    cmd = [sys.executable, "-c", "from mypyc.__main__ import main; main()", "--config-file", str(tmp / "mypyc.ini"), *modules]
-    out = subprocess.run(cmd, cwd=compiled, capture_output=True, text=True, check=False)
+def run(side: str, path: Path, nodes: int, requests: int) -> dict:
+    """One run in a fresh interpreter, on the compiled build or (KVTUI_PURE=1) the pure one."""
+    env = {k: v for k, v in os.environ.items() if k != "KVTUI_PURE"} | ({"KVTUI_PURE": "1"} if side == "pure" else {})
+    cmd = [sys.executable, "-c", CHILD, str(path), str(nodes), str(requests)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=ROOT)
     if out.returncode != 0:
-        raise SystemExit(f"mypyc failed:\n{out.stdout[-3000:]}{out.stderr[-3000:]}")
-    return pure, compiled
-
-
-def run(tree: Path, path: Path, nodes: int, requests: int, modules: list[str]) -> dict:
-    names = [module_name(m) for m in modules]
-    cmd = [sys.executable, "-c", CHILD, str(tree), str(path), str(nodes), str(requests), *names]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"run failed in {tree}:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"{side} run failed:\n{out.stderr[-3000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if result["build"] != side:
+        raise SystemExit(f"asked for the {side} build, ran {result['build']}: KVTUI_COMPILE=1 pip install -e . first")
+    return result
 
 
 def check(pure: dict, compiled: dict) -> None:
-    """The compiled run imported the compiled modules and simulated the same thing."""
-    stale = [m for m, f in compiled["files"].items() if not f.endswith(".so")]
-    if stale:
-        raise SystemExit(f"not compiled when imported: {stale}")
+    """Both builds simulated the same thing."""
     if pure["digest"] != compiled["digest"]:
         raise SystemExit(f"figures differ: pure {pure['digest']}, compiled {compiled['digest']}")
 
 
+def write_doc(path: Path, rows: list[str], argv: list[str], started: str) -> None:
+    """Replace the measured block of `path` with this run's table."""
+    load = os.getloadavg()[0]
+    command = shlex.join(["python", "benchmarks/compiled_bench.py", *argv])
+    body = (f"Measured {started} on this project's VM ({os.cpu_count()} CPUs, load average {load:.1f} at the end) "
+            f"by\n`{command}`, medians of CPU seconds, same digests both ways:\n\n"
+            "| case | pure | compiled | compiled / pure |\n|---|---|---|---|\n" + "".join(rows))
+    pattern = re.compile(r"(<!-- measured: compiled_bench -->\n).*?(<!-- /measured -->)", re.S)
+    if not pattern.search(path.read_text()):
+        raise SystemExit(f"{path}: no '<!-- measured: compiled_bench -->' ... '<!-- /measured -->' block")
+    path.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), path.read_text()))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("modules", nargs="*", default=MODULES, help="files to compile, relative to the checkout")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--requests", type=int, default=4000)
     p.add_argument("--mooncake", action="store_true", help="also the full Mooncake conversation trace on 10 nodes")
+    p.add_argument("--write-doc", type=Path, help="put the table into this file's measured block")
     a = p.parse_args()
-    cases = [("standard, 4 nodes", STANDARD, 0, a.requests), ("standard, 64 nodes", STANDARD, 64, a.requests)]
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows: list[str] = []
+    cases = [(f"standard workload, 4 nodes, {a.requests:,} requests", STANDARD, 0, a.requests),
+             (f"standard workload, 64 nodes, {a.requests:,} requests", STANDARD, 64, a.requests)]
     if a.mooncake:
-        cases.append(("Mooncake conversation, 10 nodes", MOONCAKE, 0, 0))
-    with tempfile.TemporaryDirectory() as tmp:
-        pure, compiled = make_trees(Path(tmp), a.modules)
-        print(f"compiled with mypyc: {', '.join(a.modules)}")
-        for label, path, nodes, requests in cases:
-            runs: dict[str, list[dict]] = {"pure": [], "compiled": []}
-            for _ in range(a.rounds):
-                runs["pure"].append(run(pure, path, nodes, requests, a.modules))
-                runs["compiled"].append(run(compiled, path, nodes, requests, a.modules))
-                check(runs["pure"][-1], runs["compiled"][-1])
-            med = {side: statistics.median(r["cpu"] for r in rs) for side, rs in runs.items()}
-            print(f"\n== {label}: same figures both ways (digest {runs['pure'][0]['digest']})")
-            for side, rs in runs.items():
-                cpus = "  ".join(f"{r['cpu']:6.2f}" for r in rs)
-                print(f"  {side:8s} CPU s {cpus}")
-            print(f"  compiled / pure: {med['compiled'] / med['pure']:.2f}")
+        cases.append(("Mooncake conversation trace, 10 nodes", MOONCAKE, 0, 0))
+    for label, path, nodes, requests in cases:
+        runs: dict[str, list[dict]] = {"pure": [], "compiled": []}
+        for _ in range(a.rounds):
+            for side in runs:
+                runs[side].append(run(side, path, nodes, requests))
+            check(runs["pure"][-1], runs["compiled"][-1])
+        med = {side: statistics.median(r["cpu"] for r in rs) for side, rs in runs.items()}
+        print(f"\n== {label}: same figures both ways (digest {runs['pure'][0]['digest']})")
+        for side, rs in runs.items():
+            print(f"  {side:8s} CPU s " + "  ".join(f"{r['cpu']:6.2f}" for r in rs))
+        print(f"  compiled / pure: {med['compiled'] / med['pure']:.2f}")
+        rows.append(f"| {label} | {med['pure']:.2f} s | {med['compiled']:.2f} s | {med['compiled'] / med['pure']:.2f} |\n")
+    if a.write_doc:
+        write_doc(a.write_doc, rows, sys.argv[1:], started)
     return 0
 
 

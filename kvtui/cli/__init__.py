@@ -17,6 +17,7 @@ import os
 import sys
 
 from kvtui import __version__
+from kvtui.run.build import engine_build
 from kvtui.cli.common import Parser, UsageError, run_once
 from kvtui.cli.boundary import report
 
@@ -59,7 +60,7 @@ def _top_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="kvtui [--version] SCENARIO [options] | kvtui COMMAND ...",
     )
-    p.add_argument("--version", action="version", version=f"kvtui {__version__}")
+    p.add_argument("--version", action="version", version=f"kvtui {__version__}, {engine_build()}")
     return p
 
 

@@ -13,7 +13,7 @@ numbers (or none) cannot shift the workload's draws.
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 from kvtui.sim import loop
@@ -32,7 +32,7 @@ from kvtui.scenario.model import Scenario, ScriptedEvent
 from kvtui.scenario.plan import node_plans
 from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
-from kvtui.sim.metrics import Metrics
+from kvtui.sim.metrics import METRICS_EVENT_TYPES, Metrics
 from kvtui.sim.node import Node
 from kvtui.sim.deployment import build_latency, node_links, node_offload
 from kvtui.sim.handoff import Handoffs
@@ -60,7 +60,7 @@ class Simulation:
         self.block_size = scenario.cluster.block_size
         self.metrics = Metrics()
         self.bus.listen(
-            self.metrics.on_event, Metrics.EVENT_TYPES, {BlocksEvicted: self.metrics.evicted, BatchStepped: self.metrics.stepped}
+            self.metrics.on_event, METRICS_EVENT_TYPES, {BlocksEvicted: self.metrics.evicted, BatchStepped: self.metrics.stepped}
         )
 
         self.nodes: list[Node] = []
@@ -171,10 +171,10 @@ class Simulation:
     def _scripted(self, ev: ScriptedEvent):
         if ev.at > self.env.now:
             yield self.env.timeout(ev.at - self.env.now)
-        if ev.action == "node_down":
-            self.node_down(ev.node, ev.in_flight)
+        if ev.action == "node_down":  # the loader rejects a node_down / node_up without a node
+            self.node_down(cast(str, ev.node), ev.in_flight)
         elif ev.action == "node_up":
-            self.node_up(ev.node)
+            self.node_up(cast(str, ev.node))
         elif ev.action == "control_plane_crash":
             self.crash_control_plane()
 

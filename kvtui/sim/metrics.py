@@ -138,18 +138,21 @@ def meets_slo(ttft: float, tpot: float, output_tokens: int, slo_ttft: float | No
     return True
 
 
+# The events Metrics counts. Beside the class, not in it: a compiled dataclass (mypyc) reads
+# a ClassVar as one more field.
+METRICS_EVENT_TYPES: tuple[type[Event], ...] = (
+    RequestCompleted,
+    RequestArrived,
+    BlocksEvicted,
+    RequestRejected,
+    RequestPreempted,
+    NodeDown,
+    BatchStepped,
+)
+
+
 @dataclass
 class Metrics:
-    EVENT_TYPES = (
-        RequestCompleted,
-        RequestArrived,
-        BlocksEvicted,
-        RequestRejected,
-        RequestPreempted,
-        NodeDown,
-        BatchStepped,
-    )
-
     arrived: int = 0
     completed: int = 0
     rejected: int = 0

@@ -370,12 +370,12 @@ class Node:
                 req = self.waiting[0]
                 if self._blocked == (req, kv.version, budget):
                     break  # nothing in the pool changed since it last failed to fit
-                n = self._admit_from_queue(req, budget, plan)
-                if n is None:
+                admitted = self._admit_from_queue(req, budget, plan)
+                if admitted is None:
                     self._blocked = (req, kv.version, budget)
                     break
-                budget -= n
-                plan.prefill.append((req, n))
+                budget -= admitted
+                plan.prefill.append((req, admitted))
 
         if not plan.prefill and not plan.decode:
             if self.waiting and not running:
@@ -564,8 +564,9 @@ class Node:
         if outcome == "completed":
             self.served += 1
             bs = self.block_size
-            ttft = (req.first_token_at or now) - req.arrival
-            tpot = (now - req.first_token_at) / (req.output_tokens - 1) if req.output_tokens > 1 else 0.0
+            first = req.first_token_at
+            ttft = (first or now) - req.arrival
+            tpot = (now - first) / (req.output_tokens - 1) if req.output_tokens > 1 and first is not None else 0.0
             full = req.prompt_tokens // bs
             hit = "exact" if full and req.hit_blocks >= full else ("prefix" if req.hit_blocks else "miss")
             self.bus.emit(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvtui.sim import loop
+
 # `Request.decode_node` of a request whose decode node is picked when its prefill ends (Dynamo's
 # order, kvtui/sim/router/dynamo_disagg.py); the handoff asks the router then (kvtui/sim/handoff.py).
 DECODE_AT_PREFILL_END = "(decode node picked when the prefill ends)"
@@ -43,7 +45,7 @@ class Request:
     first_token_at: float | None = None
     finished_at: float | None = None
     preemptions: int = 0
-    done: object = None  # the loop event the workload waits on; the engine succeeds it
+    done: loop.Event | None = None  # the loop event the workload waits on; the engine succeeds it
     decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it (DECODE_AT_PREFILL_END: not chosen yet)
 
     def restart(self) -> None:

@@ -18,7 +18,7 @@ from kvtui.run.facts import NoFacts
 from kvtui.run.journal import Journal
 from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
-from kvtui.sim.metrics import Metrics
+from kvtui.sim.metrics import METRICS_EVENT_TYPES, Metrics
 from kvtui.views import ClusterView, KeyFigures
 
 SCENARIO = "tests/tui/scenario.yaml"
@@ -42,7 +42,7 @@ class RecordedSource(Navigable):
         self._journal.on_event(ev)
         if isinstance(ev, BlocksEvicted):
             self._metrics.evicted(ev.node, ev.keys, ev.groups, ev.for_request, ev.medium)
-        elif isinstance(ev, Metrics.EVENT_TYPES):
+        elif isinstance(ev, METRICS_EVENT_TYPES):
             self._metrics.on_event(ev)
         return ev
 

@@ -369,7 +369,8 @@ def test_a_ray_task_ends_with_its_driver():
     with its driver there, it finishes."""
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    long_run = ["workload.duration_s=60", "workload.arrival.schedule=[]", "workload.arrival.rate=20"]
+    # long enough that no build (the compiled engine is faster) finishes before the first check
+    long_run = ["workload.duration_s=600", "workload.arrival.schedule=[]", "workload.arrival.rate=20"]
     orphan = _ray_task_with_driver(gone.pid, long_run)
     assert orphan.returncode == 0 and "finished its run" not in orphan.stdout, orphan.stderr
     watched = _ray_task_with_driver(os.getpid(), SMALL[1::2])

@@ -15,9 +15,10 @@ special-cases a policy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from kvtui.events import Event
 from kvtui.scenario.model import Router as RouterConfig
@@ -38,22 +39,24 @@ class Context:
     latency: Mapping[str, Any] = field(default_factory=dict)
 
 
+# policies outside the compiled group (simple.py, sglang.py, ...) subclass it: mypyc must allow that
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Policy:
-    EVENT_TYPES: tuple[type[Event], ...] = ()
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = ()
     # A prefill/decode policy (kvtui/sim/router/pair.py) picks two nodes per request.
-    PAIRED = False
+    PAIRED: ClassVar[bool] = False
     # Whether `choose` reads `NodeState.prefill_tokens`: the Router walks every node's queue
     # for it per decision only then (it is -1 otherwise), a cost that grows with the cluster.
-    READS_PREFILL_TOKENS = False
+    READS_PREFILL_TOKENS: ClassVar[bool] = False
     # Whether `choose` reads `NodeState.gpu_prefix` (the GPU part of the consecutive match):
     # one more index walk per node holding the prompt's first block, so only when asked.
-    READS_TIERS = False
+    READS_TIERS: ClassVar[bool] = False
     # Whether `choose` reads `NodeState.iteration_left_ms` (a walk over each busy node's
     # segment per decision): predicted_latency with its `iteration_feature` option only.
-    READS_ITERATION_LEFT = False
+    READS_ITERATION_LEFT: ClassVar[bool] = False
     # Whether `choose` reads `NodeState.queue_s` (each queued prompt timed by the node's latency
     # model: a walk over the queue per node per decision): mooncake only.
-    READS_QUEUE_SECONDS = False
+    READS_QUEUE_SECONDS: ClassVar[bool] = False
 
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "Policy":

@@ -253,7 +253,7 @@ class Dynamo(Policy):
 
         def extra(s: NodeState):
             pf, dec, c = terms[s.name]
-            feats = (("pf_blk", round(pf, 2)), ("dec_blk", round(dec, 2)), ("cost", round(c, 2)))
+            feats: tuple[tuple[str, float], ...] = (("pf_blk", round(pf, 2)), ("dec_blk", round(dec, 2)), ("cost", round(c, 2)))
             if probs:
                 feats += (("p", round(probs[s.name], 3)),)
             return feats

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import repeat
 from operator import or_
-from typing import Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 from kvtui.events import BlocksEvicted, BlocksStored, Event, NodeCacheCleared
 from kvtui.sim.router.pods_per_key import PodsPerKey
@@ -58,7 +58,7 @@ class KVIndex:
     copy (vLLM 0.33.0 caches the recomputed last block of a fully cached prompt as a second copy
     and reports each copy's eviction). A set per node and tier is exactly that rule."""
 
-    EVENT_TYPES = (BlocksStored, BlocksEvicted, NodeCacheCleared)
+    EVENT_TYPES: ClassVar[tuple[type[Event], ...]] = (BlocksStored, BlocksEvicted, NodeCacheCleared)
 
     def __init__(
         self, scorer: str = "longest_prefix", weights: dict[str, float] | None = None, pods_per_key: int | None = None
@@ -75,13 +75,13 @@ class KVIndex:
 
     # ------------------------------------------------------------------ feeding
     def on_event(self, ev: Event) -> None:
-        kind = type(ev)
-        if kind is BlocksStored:
-            self.add(ev.node, ev.keys, ev.medium)
-        elif kind is BlocksEvicted:
-            self.remove(ev.node, ev.keys, ev.medium)
-        elif kind is NodeCacheCleared:
-            self.clear(ev.node)
+        match ev:
+            case BlocksStored():
+                self.add(ev.node, ev.keys, ev.medium)
+            case BlocksEvicted():
+                self.remove(ev.node, ev.keys, ev.medium)
+            case NodeCacheCleared():
+                self.clear(ev.node)
 
     def _sets(self, node: str) -> tuple[set[int], ...]:
         sets = self._held.get(node)

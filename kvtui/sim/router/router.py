@@ -68,7 +68,9 @@ class Router:
         self.cfg = cfg
         self.policy_name = policy
         self.policy = make_policy(policy, cfg)
-        self.ctx = Context(rng=rng, block_size=block_size, sessions={}, latency={n.name: n.latency for n in self.nodes})
+        self.sessions: dict[str, str] = {}  # session -> node; policies read it through ctx
+        self.ctx = Context(rng=rng, block_size=block_size, sessions=self.sessions,
+                           latency={n.name: n.latency for n in self.nodes})
         self.block_size = block_size
         self.on_finish = on_finish
         self.overhead = cfg.routing_overhead_ms / 1000.0
@@ -83,7 +85,6 @@ class Router:
         self.approx_blocks = max(1, cfg.index.approx_max_prefix_tokens // block_size)
         self._index_sink = self.index.on_event
         self.kv_sink: Callable[[Event], None] = self._index_sink  # the control plane puts itself here
-        self.sessions: dict[str, str] = self.ctx.sessions  # type: ignore[assignment]
         self.session_sink: Callable[[str, str], None] | None = None
 
         self.in_routing = 0
@@ -105,7 +106,7 @@ class Router:
             self.kv_sink(ev)
             return
         timer = self.env.timeout(self.delay)
-        timer.callbacks.append(lambda _t, e=ev: self.kv_sink(e))
+        timer.callbacks.append(lambda _t: self.kv_sink(ev))
 
     def _stored(self, node: str, request: str, group: str, keys, parent: int | None, first: int, medium: str) -> None:
         """BlocksStored by the bus's direct path: straight into the index when it is the sink
@@ -121,9 +122,10 @@ class Router:
         else:
             self._on_kv_event(BlocksEvicted(self.bus.seq, self.env.now, node, keys, groups, for_request, medium))
 
-    def _on_node_down(self, ev: NodeDown) -> None:
-        if self.approx is not None:
-            self.approx.forget(ev.node)
+    def _on_node_down(self, ev: Event) -> None:
+        match ev:
+            case NodeDown(node=node) if self.approx is not None:
+                self.approx.forget(node)
 
     # ------------------------------------------------------------------ the request path
     def submit(self, req: Request) -> None:
@@ -131,7 +133,7 @@ class Router:
         self.in_routing += 1
         if self.overhead > 0:
             t = self.env.timeout(self.overhead)
-            t.callbacks.append(lambda _ev, r=req: self._route_or_hold(r))
+            t.callbacks.append(lambda _ev: self._route_or_hold(req))
         else:
             self._route_or_hold(req)
 

@@ -59,7 +59,7 @@ class SyntheticWorkload:
         self.groups = [_Group(g, block_size, rng) for g in spec.groups]
         self._arrival_rng, self._session_rngs = rng.spawn(2)
         self._spawned: list[np.random.Generator] = []  # session streams spawned ahead, next last
-        self._by_name = {}
+        self._by_name: dict[str, _Group] = {}
         for g in self.groups:
             self._by_name.setdefault(g.spec.name, g)
         weights = [max(g.spec.weight, 0.0) for g in self.groups]
@@ -71,8 +71,8 @@ class SyntheticWorkload:
         self.sessions_started = 0
         self.turns_cut = 0  # turns never sent: an earlier turn of their session was rejected or failed
         self.requests_issued = 0
-        self.env: loop.Environment | None = None
-        self._submit: Submit | None = None
+        self.env: loop.Environment  # set by start(), before any session runs
+        self._submit: Submit
 
     # -- the engine's interface ------------------------------------------------------------
     def start(self, env: loop.Environment, submit: Submit) -> None:

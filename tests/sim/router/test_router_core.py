@@ -15,6 +15,7 @@ from kvtui.scenario.model import Router as RouterConfig
 from kvtui.scenario.model import KVIndexConfig, ScorerWeights
 from kvtui.sim.engine import Simulation
 from kvtui.sim.router.approx import ApproxIndex
+from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context
 from kvtui.sim.router.index import KVIndex, Match
 from kvtui.sim.router.load_prefix import LoadPrefix, queue_scores
@@ -44,10 +45,9 @@ def ctx(seed=0):
     return Context(rng=np.random.default_rng(seed), block_size=16, sessions={})
 
 
-class FakeReq:
-    session = "s"
-    prompt_tokens = 160
-    output_tokens = 10
+def a_request() -> Request:
+    """A real Request (a duck-typed stand-in fails the compiled engine's type checks)."""
+    return Request(id="r", session="s", group="g", turn=1, prompt_tokens=160, output_tokens=10, block_keys=())
 
 
 # ---------------------------------------------------------------------- the index and its scorers
@@ -117,7 +117,7 @@ def test_load_prefix_is_the_weighted_sum_of_clamped_scores():
     policy = LoadPrefix(prefix=3, queue=2, kv=2)
     a = state("a", prefix=8, waiting=4, free=20)  # prefix .8, queue 0, kv .2
     b = state("b", prefix=0, waiting=0, free=90)  # prefix 0, queue 1, kv .9
-    d = policy.decide(FakeReq(), ctx(), [a, b])
+    d = policy.decide(a_request(), ctx(), [a, b])
     scores = {c.node: c.score for c in d.candidates}
     assert scores["a"] == pytest.approx(3 * 0.8 + 2 * 0.0 + 2 * 0.2)
     assert scores["b"] == pytest.approx(3 * 0.0 + 2 * 1.0 + 2 * 0.9)
@@ -152,10 +152,10 @@ def test_approximate_index_matches_only_the_first_blocks_it_would_hash():
 
 def test_ineligible_nodes_are_candidates_but_never_picked():
     policy = LoadPrefix()
-    d = policy.decide(FakeReq(), ctx(), [state("a", prefix=10, problem="a is down"), state("b")])
+    d = policy.decide(a_request(), ctx(), [state("a", prefix=10, problem="a is down"), state("b")])
     assert d.node == "b"
     assert [c.eligible for c in d.candidates] == [False, True]
-    d = policy.decide(FakeReq(), ctx(), [state("a", problem="a is down")])
+    d = policy.decide(a_request(), ctx(), [state("a", problem="a is down")])
     assert d.node is None and "a is down" in d.reason
 
 
