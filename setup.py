@@ -92,6 +92,8 @@ def extensions() -> list:
         return mypycify(["--config-file", str(MYPY_CONFIG), *files], group_name=GROUP.GROUP)
     except BaseException as e:  # noqa: BLE001 - mypyc exits on a type error; the install goes on
         say(f"mypyc could not compile the engine ({type(e).__name__}: {e}); installing pure Python")
+        if "editable_wheel" in sys.argv:  # an earlier compiled build of the checkout would be stale
+            remove_in_place_build()
         return []
 
 
