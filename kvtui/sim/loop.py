@@ -213,7 +213,7 @@ class Environment:
     """The clock and the queue of scheduled events."""
 
     def __init__(self) -> None:
-        self.now: float = 0  # an int until a float delay moves it, as in simpy (events print `t=0`)
+        self.now: int | float = 0  # int until a float delay moves it, as in simpy (events print `t=0`); not `float`, which a compiled reader would make 0.0
         self._queue: list[tuple[float, int, int, Event]] = []
         self._ids = count()
         self.active_process: Process | None = None
