@@ -29,8 +29,10 @@ Dynamo runs in its own venv, the one .ci/peers/dynamo.sh installs ($KVTUI_PEERS/
 process of that venv's python: this script imports nothing but the standard library at the top,
 so the child needs no kvtui. Without it the peer lines say why and the rest still runs.
 
-`--write-doc FILE` replaces the block between `<!-- measured: peer_bench -->` and
-`<!-- /measured -->` in FILE with this run's table, date, machine and command: a figure in the
+`--write-doc FILE` replaces the block between `<!-- measured: peer_bench -->` (the pure
+build; `<!-- measured: peer_bench compiled -->` when the checkout runs compiled, see
+kvtui/sim/compiled.py) and `<!-- /measured -->` in FILE with this run's table, date, machine,
+build and command: a figure in the
 docs comes from this script, never typed (docs/generate.py does not rerun it; the figures are
 the machine's, not the simulation's).
 """
@@ -316,14 +318,22 @@ def machine() -> str:
     return f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start"
 
 
+# One measured block per engine build (kvtui/sim/compiled.py): the default install's and the opt-in one's.
+BLOCKS = {"pure": "peer_bench", "compiled": "peer_bench compiled"}
+
+
 def write_doc(path: Path, rows: list[Row], argv: list[str], started: str, where: str) -> None:
     """Replace the measured block of `path` with this run's table (see the module doc)."""
+    from kvtui.sim import compiled
+
     text = path.read_text()
     command = shlex.join(["python", "benchmarks/peer_bench.py", *argv])
-    body = (f"Measured {started} on this project's VM ({where}) by\n`{command}`:\n\n{table(rows)}\n")
-    pattern = re.compile(r"(<!-- measured: peer_bench -->\n).*?(<!-- /measured -->)", re.S)
+    body = (f"Measured {started} on this project's VM ({where}), {compiled.describe()}, by\n`{command}`:\n\n"
+            f"{table(rows)}\n")
+    block = BLOCKS[compiled.build]
+    pattern = re.compile(rf"(<!-- measured: {block} -->\n).*?(<!-- /measured -->)", re.S)
     if not pattern.search(text):
-        raise SystemExit(f"{path}: no '<!-- measured: peer_bench -->' ... '<!-- /measured -->' block to replace")
+        raise SystemExit(f"{path}: no '<!-- measured: {block} -->' ... '<!-- /measured -->' block to replace")
     path.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), text))
     print(f"\nwrote the table into {path}")
 
