@@ -7,5 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 trap '.venv/bin/pip install -q --no-deps -e .' EXIT
 KVTUI_COMPILE=1 .venv/bin/pip install -q --no-deps -e .
-.venv/bin/kvtui --version | tee /dev/stderr | grep -q "engine: compiled"
+# not `tee /dev/stderr`: when CI's output goes to a file, tee reopens it truncated and the log before is lost
+version="$(.venv/bin/kvtui --version)"
+echo "$version"
+grep -q "engine: compiled" <<<"$version"
 KVTUI_EXPECT_COMPILED=1 .venv/bin/python -m pytest
