@@ -235,6 +235,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
 
     # ------------------------------------------------------------------ the frame
     def _frame(self) -> None:
+        if not self.is_running:  # shutting down: App._shutdown removes the screens' widgets before it stops timers
+            return
         start = time.perf_counter()
         gap = start - self._last_tick
         self._last_tick = start

@@ -183,6 +183,8 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
         self.refresh_panels()
 
     def _frame(self) -> None:
+        if not self.is_running:  # shutting down: App._shutdown removes the screens' widgets before it stops timers
+            return
         now = time.perf_counter()
         if self.gives_way(now, self._last):  # the key's handler and screen update first (give_way.py)
             return

@@ -143,6 +143,8 @@ class LiveApp(GivesWay, App[None]):
 
     # ------------------------------------------------------------------ the frame
     def _frame(self) -> None:
+        if not self.is_running:  # shutting down: App._shutdown removes the screens' widgets before it stops timers
+            return
         now = time.perf_counter()
         if self.gives_way(now, self._last_frame):  # the key's handler and screen update first (give_way.py)
             return
