@@ -44,12 +44,23 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else (f"{v:.0f}ms" if v >= 10 else f"{v:.1f}ms")
 
 
-def figures_text(policy: str, f: KeyFigures) -> str:
-    return (
-        f"{policy}: token hits {f.token_hit_rate:.0%} · requests hit {f.request_hit_rate:.0%} · "
-        f"TTFT p50 {_ms(f.ttft_p50_ms)} p95 {_ms(f.ttft_p95_ms)} · done {f.completed}/{f.arrived} · "
-        f"rejected {f.rejected} · preempted {f.preempted} · evicted {f.evicted_blocks}"
-    )
+def figures_text(f: KeyFigures, width: int = 10_000) -> str:
+    """One side's key numbers (its border title names the policy); the short labels when the
+    long ones would not fit `width` (at 250 columns the long line wrapped a lone figure)."""
+    for labels in (_FIGURES_LONG, _FIGURES_SHORT):
+        hits, req, done, rej, pre, ev = labels
+        text = (
+            f"{hits} {f.token_hit_rate:.0%} · {req} {f.request_hit_rate:.0%} · "
+            f"TTFT p50 {_ms(f.ttft_p50_ms)} p95 {_ms(f.ttft_p95_ms)} · {done} {f.completed}/{f.arrived} · "
+            f"{rej} {f.rejected} · {pre} {f.preempted} · {ev} {f.evicted_blocks}"
+        )
+        if len(text) <= width:
+            return text
+    return text
+
+
+_FIGURES_LONG = ("token hits", "requests hit", "done", "rejected", "preempted", "evicted")
+_FIGURES_SHORT = ("hits", "req hit", "done", "rej", "preempt", "evict")
 
 
 def difference_text(left: str, a: KeyFigures, right: str, b: KeyFigures, width: int = 10_000) -> str:
@@ -108,11 +119,19 @@ class Side(Vertical):
         yield self.why
         yield self.events
 
+    def show_figures(self) -> None:
+        self.figures.update(figures_text(self.runner.key_figures(), self.figures.size.width or 10_000))
+
+    def on_resize(self) -> None:
+        """The first tick can come before layout (no width yet): fit the numbers once it is known."""
+        if self.block_map.is_mounted:
+            self.show_figures()
+
     def tick(self) -> None:
         if not self.block_map.is_mounted:
             return
         self.block_map.tick()
-        self.figures.update(figures_text(self.runner.policy, self.runner.key_figures()))
+        self.show_figures()
         if self._generation != self.runner.generation:  # went back in time: the log starts over
             self._generation = self.runner.generation
             self.events.clear()

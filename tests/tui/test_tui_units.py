@@ -416,3 +416,40 @@ def test_the_legend_lists_in_flight_only_when_kv_can_move(make):
             assert not legend.moves_kv() and "in flight" not in str(legend.render())
 
     asyncio.run(go())
+
+
+def test_a_repeated_toast_replaces_the_stack_instead_of_piling_up():
+    """A key pressed again and again (n in the split screen) showed its toast 30 times down a
+    250x70 screen; a repeat now replaces its copy, different messages still stack, and at 80x24
+    the newest toast replaces them all."""
+    from textual.app import App
+
+    from kvtui.tui.toasts import FittedToasts
+
+    class Toasting(FittedToasts, App[None]):
+        pass
+
+    async def shown(size: tuple[int, int], messages: list[str]) -> list[str]:
+        app = Toasting()
+        async with app.run_test(size=size) as pilot:
+            for message in messages:
+                app.notify(message)
+            await pilot.pause()
+            return [n.message for n in app._notifications]
+
+    assert asyncio.run(shown((250, 70), ["again"] * 5)) == ["again"]
+    assert asyncio.run(shown((250, 70), ["again", "other", "again"])) == ["other", "again"]
+    assert asyncio.run(shown((80, 24), ["one", "two", "three"])) == ["three"]
+
+
+def test_split_screen_figures_take_short_labels_when_the_long_ones_would_wrap(scenario):
+    """At 250x70 the long figures line (then prefixed by the policy its border already names)
+    wrapped a lone `73` onto a row of its own."""
+    from kvtui.tui.compare import figures_text
+
+    figures = Run(scenario).key_figures()
+    long = figures_text(figures)
+    short = figures_text(figures, width=len(long) - 1)
+    assert long.startswith("token hits ") and "evicted" in long
+    assert short.startswith("hits ") and "evict" in short and len(short) < len(long)
+    assert figures_text(figures, width=len(long)) == long
