@@ -30,6 +30,7 @@ class Received:
     engine: str
     at: float  # receive time, seconds since the epoch (the subscriber's clock)
     frames: tuple[bytes, ...]
+    replayed: bool = False  # came from the engine's replay socket (a gap filled, or the catch-up at the start)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def ingest(state: LiveState, delivery: Delivery) -> None:
                 counts.malformed += 1
                 return
             state.apply(delivery.engine, batch)
+            counts.replayed += delivery.replayed
         case Gap(missing=missing):
             counts.gaps += missing
         case Scraped(figures=figures):

@@ -15,12 +15,12 @@ from kvtui.live.wire import AllBlocksCleared, BlockRemoved, BlockStored, Malform
 
 def describe(delivery: Delivery) -> str:
     match delivery:
-        case Received(frames=frames):
+        case Received(frames=frames, replayed=replayed):
             try:
                 batch = decode_message(list(frames))
             except Malformed as e:
                 return f"malformed message: {e}"
-            return f"seq {batch.seq}: " + (_changes(batch.events) or "empty batch")
+            return f"seq {batch.seq}{' (replay)' if replayed else ''}: " + (_changes(batch.events) or "empty batch")
         case Gap(first_missing=first, missing=n):
             return f"gap: {n} batch{'es' if n != 1 else ''} from seq {first} lost (replay could not return them)"
         case Watching():

@@ -33,8 +33,8 @@ _FIGURES = {f.name for f in fields(EngineFigures)}
 
 def encode(delivery: Delivery) -> bytes:
     match delivery:
-        case Received(engine=e, at=at, frames=frames):
-            return msgpack.packb([_RECEIVED, e, at, list(frames)], use_bin_type=True)
+        case Received(engine=e, at=at, frames=frames, replayed=replayed):
+            return msgpack.packb([_RECEIVED, e, at, list(frames)] + ([True] if replayed else []), use_bin_type=True)
         case Gap(engine=e, at=at, first_missing=first, missing=n):
             return msgpack.packb([_GAP, e, at, first, n], use_bin_type=True)
         case Watching(engine=e, at=at):
@@ -50,6 +50,8 @@ def decode(record: bytes) -> Delivery:
     match msgpack.unpackb(record, raw=False):
         case [0, str(engine), float(at), list(frames)]:
             return Received(engine, at, tuple(frames))
+        case [0, str(engine), float(at), list(frames), True]:  # replayed (recordings before it lack the flag)
+            return Received(engine, at, tuple(frames), replayed=True)
         case [1, str(engine), float(at), int(first), int(n)]:
             return Gap(engine, at, first, n)
         case [2, str(engine), float(at)]:

@@ -41,12 +41,14 @@ class EngineCounts:
     cleared: int = 0
     malformed: int = 0
     gaps: int = 0  # batches missed that replay could not fill
+    replayed: int = 0  # batches replay did fill (counted in `batches` too)
     orphans: int = 0  # stored blocks not indexed: their parent hash was unknown
     unknown_removed: int = 0  # removed hashes that were not held
 
     def line(self, name: str) -> str:
         return (f"{name}: stored {self.stored} removed {self.removed} cleared {self.cleared} "
-                f"batches {self.batches} gaps {self.gaps} malformed {self.malformed}")
+                f"batches {self.batches} gaps {self.gaps} malformed {self.malformed}"
+                + (f" (replay filled {self.replayed})" if self.replayed else ""))
 
 
 @dataclass

@@ -87,7 +87,7 @@ class Subscriber:
             if s in got:
                 self._flush_gap(missing_from, s)
                 missing_from = None
-                self.deliver(Received(self.name, self.clock(), got[s]))
+                self.deliver(Received(self.name, self.clock(), got[s], replayed=True))
             elif missing_from is None:
                 missing_from = s
         self._flush_gap(missing_from, stop)

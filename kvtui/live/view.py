@@ -53,6 +53,7 @@ class EngineRow:
     removed: int
     batches: int
     gaps: int
+    replayed: int
     malformed: int
     orphans: int
     figures: EngineFigures | None  # its last scrape of /metrics (None: no `metrics` URL, or not yet)
@@ -60,7 +61,7 @@ class EngineRow:
 
 def engine_rows(state: LiveState) -> list[EngineRow]:
     return [EngineRow(name, state.held(name), state.held(name, "CPU") + state.held(name, "STORAGE"),
-                      c.stored, c.removed, c.batches, c.gaps, c.malformed, c.orphans, state.figures.get(name))
+                      c.stored, c.removed, c.batches, c.gaps, c.replayed, c.malformed, c.orphans, state.figures.get(name))
             for name, c in state.counts.items()]
 
 

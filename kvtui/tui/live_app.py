@@ -194,7 +194,8 @@ class LiveApp(GivesWay, App[None]):
         lines = [f"{'engine':<12} {'gpu':>5} {'cpu+':>4} {'stored':>7} {'removed':>7} {'batches':>7} gaps bad"]
         for e in self.runner.engines():
             lines.append(f"{fit_name(e.name, 12):<12} {e.gpu:>5} {e.offloaded:>4} {e.stored:>7} {e.removed:>7} "
-                         f"{e.batches:>7} {e.gaps:>4} {e.malformed:>3}" + (f" orphans {e.orphans}" if e.orphans else ""))
+                         f"{e.batches:>7} {e.gaps:>4} {e.malformed:>3}" + (f" orphans {e.orphans}" if e.orphans else "")
+                         + (f" filled {e.replayed}" if e.replayed else ""))
         lines.append(f"index: {keys:,} keys, {shared:,} on more than one engine")
         metrics = [metrics_line(e.name, e.figures) for e in self.runner.engines() if e.figures is not None]
         return "\n".join(lines + metrics)

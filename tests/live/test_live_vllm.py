@@ -149,6 +149,7 @@ def test_a_late_subscriber_is_filled_by_replay(new):
     counts = session.state.counts["e0"]
     assert (counts.stored, counts.removed) == pub.published.totals()
     assert (counts.batches, counts.gaps) == (pub.sent, 0)
+    assert counts.replayed == 20  # the 20 batches sent before it joined came from replay
     assert set(session.state.blocks["e0"].by_medium["GPU"]) == source.cached_hashes()
 
 
@@ -166,6 +167,7 @@ def test_an_engine_silent_after_the_join_is_caught_up_from_replay(new):
         pub.close()
     counts = session.state.counts["e0"]
     assert (counts.stored, counts.removed, counts.batches, counts.gaps) == (*pub.published.totals(), 12, 0)
+    assert counts.replayed == 12 and "(replay filled 12)" in counts.line("e0")
     assert set(session.state.blocks["e0"].by_medium["GPU"]) == source.cached_hashes()
 
 
@@ -187,6 +189,7 @@ def test_a_gap_beyond_the_replay_buffer_is_recorded(new):
     assert counts.gaps == 7  # seq 0..6 are gone: the buffer held 7, 8, 9 when kvtui joined and asked
     assert (counts.stored, counts.removed) == pub.published.totals(first=7)
     assert counts.batches == pub.sent - 7
+    assert counts.replayed == 3  # 7, 8 and 9: what the buffer still held
 
 
 def test_no_replay_socket_means_the_gap_is_recorded(new):
@@ -206,6 +209,7 @@ def test_no_replay_socket_means_the_gap_is_recorded(new):
         pub.close()
     assert session.state.counts["e0"].gaps == 5
     assert session.state.counts["e0"].batches == 5
+    assert session.state.counts["e0"].replayed == 0
 
 
 def test_mediums_and_byte_hashes_from_the_real_event_classes(new):
@@ -249,7 +253,8 @@ def test_a_recording_replays_to_the_same_figures(new, tmp_path):
     replayed = LiveState()
     for delivery in read_recording(directory):
         ingest(replayed, delivery)
-    assert session.state.counts["e0"].gaps == 4
+    assert (session.state.counts["e0"].gaps, session.state.counts["e0"].replayed) == (4, 4)
+    assert replayed.counts["e0"].replayed == 4  # the recording keeps which batches replay filled
     assert summary_lines(replayed) == summary_lines(session.state)
     assert replayed.blocks["e0"].by_medium == session.state.blocks["e0"].by_medium
 
