@@ -4,7 +4,8 @@
 `/v1/chat/completions` (streaming and not) and `/v1/models`. For each request it:
 1. tokenizes the prompt through an engine's own `/tokenize` (vLLM's: the same body with
    `prompt`, or `messages` for a chat, answers `{"tokens": [...]}`), so the blocks are the
-   engine's, and chains kvtui's keys over them (kvtui/sim/workload/hashing.py);
+   engine's, and chains kvtui's keys over them (kvtui/sim/workload/hashing.py), from the
+   adapter's root when the body's `model` names a LoRA adapter (kvtui/live/lora.py);
 2. routes with the policy over the live state (kvtui/live/routing.py), under the session's lock;
 3. forwards the body unchanged to the chosen engine's `api` and relays its answer as it
    comes (server-sent events line by line), timing the first byte (TTFT) and the end (E2E);
@@ -30,6 +31,7 @@ import numpy as np
 
 from kvtui.live.delivery import Served
 from kvtui.live.forensics import attribute
+from kvtui.live.lora import adapter_root
 from kvtui.live.routing import LiveRouter, Routed
 from kvtui.sim.request import Request
 from kvtui.sim.workload.hashing import chain_keys
@@ -44,6 +46,8 @@ class RouteProxy:
         self.router, self.session, self.clock = router, session, clock
         self.ready: Queue[Served] = Queue()
         self.count = 0
+        self._asked: set[str] = set()  # model names already looked up in /v1/models
+        self._listed: set[str] = set()  # LoRA adapters /v1/models listed
         self._count_lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), _handler(self))
         self.server.daemon_threads = True
@@ -72,9 +76,24 @@ class RouteProxy:
         sizes = [f.block_size for f in self.session.state.figures.values() if f.block_size]
         return sizes[0] if sizes else DEFAULT_BLOCK_SIZE
 
+    def adapter(self, model) -> str | None:
+        """The LoRA adapter a request's `model` names, or None for the base model
+        (kvtui/live/lora.py): one the engines stored blocks under, or one an engine's
+        `/v1/models` lists with a `parent` (asked once per model name not seen before)."""
+        if not isinstance(model, str):
+            return None
+        with self.session.lock:
+            if model in self.session.state.adapters:
+                return model
+        if model not in self._asked:
+            self._asked.add(model)
+            self._listed |= _listed_adapters(self.any_api())
+        return model if model in self._listed else None
+
     def decide(self, body: dict, tokens: list[int]) -> Routed:
         bs = self.block_size()
-        keys = tuple(chain_keys(np.asarray(tokens, dtype=np.int64), bs, None))
+        root = adapter_root(self.adapter(body.get("model")))
+        keys = tuple(chain_keys(np.asarray(tokens, dtype=np.int64), bs, root))
         rid = self.next_id()
         request = Request(rid, str(body.get("user") or rid), "", 0, len(tokens),
                           int(body.get("max_tokens") or body.get("max_completion_tokens") or 16), keys)
@@ -201,3 +220,16 @@ def _cached_tokens(line: bytes) -> int:
     except ValueError:
         return 0
     return int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+
+
+def _listed_adapters(api: str | None) -> set[str]:
+    """The LoRA adapters an engine's `/v1/models` lists (vLLM's card for a LoRA module has a
+    `parent`, the base model's has none); none if it does not answer."""
+    if api is None:
+        return set()
+    try:
+        with urllib.request.urlopen(api + "/v1/models", timeout=10) as response:
+            cards = json.loads(response.read()).get("data", [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {c["id"] for c in cards if isinstance(c, dict) and c.get("parent") and isinstance(c.get("id"), str)}

@@ -22,6 +22,7 @@ import numpy as np
 
 from kvtui.live.metrics import EngineFigures
 from kvtui.live.slots import UNKNOWN_OWNER, SlotMap
+from kvtui.live.lora import adapter_of, adapter_root
 from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
 from kvtui.sim.router.index import KVIndex
 from kvtui.sim.workload.hashing import chain_keys
@@ -75,6 +76,7 @@ class LiveState:
         self.figures: dict[str, EngineFigures] = {}  # each engine's last scrape of its /metrics
         self.evicted: dict[tuple[str, int], int] = {}  # (engine, key) -> seq of the batch that removed it
         self.kv_index = KVIndex()
+        self.adapters: set[str] = set()  # LoRA adapters engines have stored blocks under
         self.served: deque = deque(maxlen=SERVED_KEPT)  # route mode's last requests (delivery.Served)  # the same keys as `index`, as the simulation's router asks them (route mode)
 
     def engine(self, name: str) -> EngineCounts:
@@ -97,7 +99,13 @@ class LiveState:
     def _stored(self, name: str, e: BlockStored) -> None:
         counts, blocks = self.counts[name], self.blocks[name]
         counts.stored += len(e.block_hashes)
-        parent = None if e.parent_block_hash is None else blocks.key_of(e.parent_block_hash)
+        adapter = adapter_of(e.lora_name, e.lora_id)
+        if adapter is not None:
+            self.adapters.add(adapter)
+        if e.parent_block_hash is None:
+            parent = adapter_root(adapter)
+        else:
+            parent = blocks.key_of(e.parent_block_hash)
         if e.parent_block_hash is not None and parent is None:
             counts.orphans += len(e.block_hashes)
             self._place(blocks, e, UNKNOWN_OWNER)

@@ -14,6 +14,9 @@ The events come in three forms, and all three are decoded here:
   test_live_dynamo.py runs it): an empty topic and tagged maps without `medium` (which then
   means GPU) or `lora_id`, with `group_idx`. A positional event may lack trailing fields too.
 
+A stored event's `lora_name` (0.33.0; a positional event's eighth value where a publisher
+sends it) names the adapter its blocks were computed under (kvtui/live/lora.py).
+
 A block hash is an int (vLLM's default, `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1`) or bytes (the
 raw digest); either is kept as is. Anything else is `Malformed`: the subscriber counts it and
 goes on.
@@ -41,6 +44,7 @@ class BlockStored:
     block_size: int
     lora_id: int | None
     medium: str
+    lora_name: str | None = None  # the adapter (vLLM 0.33.0; 0.11.0 sends lora_id only): kvtui/live/lora.py
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,8 @@ def decode_event(raw) -> Event:
 
 
 _POSITIONS = {
-    "BlockStored": ("block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium"),
+    "BlockStored": ("block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium",
+                    "lora_name"),
     "BlockRemoved": ("block_hashes", "medium"),
     "AllBlocksCleared": (),
 }
@@ -116,7 +121,7 @@ _POSITIONS = {
 
 def _positional(tag: str, values: list) -> dict:
     """Name the values of a positional event; trailing ones may be missing (Dynamo: `medium`).
-    Values past the known ones (`lora_name`, added later) are ignored."""
+    Values past the known ones (`extra_keys` and later additions) are ignored."""
     names = _POSITIONS.get(tag)
     if names is None:
         raise Malformed(f"unknown event type {tag!r}")
@@ -145,7 +150,10 @@ def _stored(f: dict) -> BlockStored:
         parent = _hash(parent)
     if lora is not None and not isinstance(lora, int):
         raise Malformed("BlockStored lora_id is not an integer")
-    return BlockStored(hashes, parent, tuple(tokens), size, lora, _medium(f.get("medium")))
+    name = f.get("lora_name")
+    if name is not None and not isinstance(name, str):
+        raise Malformed("BlockStored lora_name is not a string")
+    return BlockStored(hashes, parent, tuple(tokens), size, lora, _medium(f.get("medium")), name)
 
 
 def _hashes(raw) -> tuple:
