@@ -131,7 +131,6 @@ def _in_repo(cited: str, files: list[str]) -> bool:
 # Upstream files the routers cite without the version they were read at: kvtui/sim/router/ is
 # being reworked against upstream on another branch, which adds the versions. Only shrinks.
 AWAITING_VERSION = {
-    "kvtui/sim/router/approx.py": {"pkg/epp/scheduling/framework/plugins/multi/prefix/plugin.go", "indexer.go"},
     "kvtui/sim/router/dynamo.py": {"sequence.rs"},
     "kvtui/sim/router/index.py": {"pkg/kvcache/indexer.go", "kvblock/index.go", "pkg/kvcache/kvblock_scorer.go"},
     "kvtui/sim/router/load_prefix.py": {"picker/max_score_picker.go", "plugins/multi/prefix/plugin.go",
