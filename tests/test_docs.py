@@ -139,7 +139,6 @@ AWAITING_VERSION = {
     "kvtui/sim/router/predictor.py": {"training_server.py"},
     "kvtui/sim/router/radix_tree.py": {"sgl-router/src/policies/tree.rs", "sgl-model-gateway/src/policies/tree.rs"},
     "kvtui/sim/router/sglang.py": {"cache_aware.rs"},
-    "kvtui/sim/router/state.py": {"pkg/epp/scheduling/framework/plugins/picker/max_score_picker.go"},
 }
 
 
