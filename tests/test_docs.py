@@ -133,9 +133,6 @@ def _in_repo(cited: str, files: list[str]) -> bool:
 AWAITING_VERSION = {
     "kvtui/sim/router/dynamo.py": {"sequence.rs"},
     "kvtui/sim/router/index.py": {"pkg/kvcache/indexer.go", "kvblock/index.go", "pkg/kvcache/kvblock_scorer.go"},
-    "kvtui/sim/router/load_prefix.py": {"picker/max_score_picker.go", "plugins/multi/prefix/plugin.go",
-                                        "plugins/scorer/queue.go", "plugins/scorer/kvcache_utilization.go",
-                                        "default-plugins.yaml", "deploy/config/epp-precise-prefix-cache-config.yaml"},
     "kvtui/sim/router/predictor.py": {"training_server.py"},
     "kvtui/sim/router/radix_tree.py": {"sgl-router/src/policies/tree.rs", "sgl-model-gateway/src/policies/tree.rs"},
     "kvtui/sim/router/sglang.py": {"cache_aware.rs"},
