@@ -132,7 +132,6 @@ def _in_repo(cited: str, files: list[str]) -> bool:
 # being reworked against upstream on another branch, which adds the versions. Only shrinks.
 AWAITING_VERSION = {
     "kvtui/sim/router/dynamo.py": {"sequence.rs"},
-    "kvtui/sim/router/sglang.py": {"cache_aware.rs"},
 }
 
 
