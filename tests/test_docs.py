@@ -128,22 +128,6 @@ def _in_repo(cited: str, files: list[str]) -> bool:
     return any(f == cited or f.endswith("/" + cited) for f in files)
 
 
-# Upstream files the routers cite without the version they were read at: kvtui/sim/router/ is
-# being reworked against upstream on another branch, which adds the versions. Only shrinks.
-AWAITING_VERSION = {
-    "kvtui/sim/router/approx.py": {"pkg/epp/scheduling/framework/plugins/multi/prefix/plugin.go", "indexer.go"},
-    "kvtui/sim/router/dynamo.py": {"sequence.rs"},
-    "kvtui/sim/router/index.py": {"pkg/kvcache/indexer.go", "kvblock/index.go", "pkg/kvcache/kvblock_scorer.go"},
-    "kvtui/sim/router/load_prefix.py": {"picker/max_score_picker.go", "plugins/multi/prefix/plugin.go",
-                                        "plugins/scorer/queue.go", "plugins/scorer/kvcache_utilization.go",
-                                        "default-plugins.yaml", "deploy/config/epp-precise-prefix-cache-config.yaml"},
-    "kvtui/sim/router/predictor.py": {"training_server.py"},
-    "kvtui/sim/router/radix_tree.py": {"sgl-router/src/policies/tree.rs", "sgl-model-gateway/src/policies/tree.rs"},
-    "kvtui/sim/router/sglang.py": {"cache_aware.rs"},
-    "kvtui/sim/router/state.py": {"pkg/epp/scheduling/framework/plugins/picker/max_score_picker.go"},
-}
-
-
 def unresolved_citations() -> list[str]:
     """Cited paths that are neither in the repository nor upstream with a version."""
     files = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file()
@@ -161,9 +145,4 @@ def unresolved_citations() -> list[str]:
 def test_every_cited_file_exists_or_names_its_upstream_version():
     """A docstring or comment that cites `path.py` means a file of this repository, or names the
     upstream project and the version it was read at in the same docstring or comment block."""
-    found = {tuple(c.split(": ")) for c in unresolved_citations()}
-    awaiting = {(m, cited) for m, paths in AWAITING_VERSION.items() for cited in paths}
-    new = sorted(c for c in found if (c[0].split(":")[0], c[1]) not in awaiting)
-    assert new == [], "cite a file of this repository, or name the upstream repo and version read"
-    fixed = awaiting - {(c[0].split(":")[0], c[1]) for c in found}
-    assert not fixed, f"these now name their version: drop them from AWAITING_VERSION: {sorted(fixed)}"
+    assert unresolved_citations() == [], "cite a file of this repository, or name the upstream repo and version read"

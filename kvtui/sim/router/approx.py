@@ -1,19 +1,24 @@
 """The approximate index: what the router itself sent to each node, with no KV events at all.
 
 After the gateway-api-inference-extension prefix-cache plugin that llm-d's default profile uses
-(pkg/epp/scheduling/framework/plugins/multi/prefix/plugin.go and indexer.go): after routing a
-request, the router records that the chosen server will hold the request's prompt blocks; each
-server has an LRU of block keys bounded at a capacity (there `lruCapacityPerServer`, here
-`router.index.approx_blocks_per_node`, by default the node's KV capacity), and a key that falls
-out of a server's LRU stops counting for it. Matching walks the prompt's keys from the first
-and counts, per server, the leading blocks it is credited with.
+(gateway-api-inference-extension v1.2.0,
+pkg/epp/scheduling/framework/plugins/multi/prefix/plugin.go and indexer.go; since v1.5.0 the
+approximateprefix data producer): after routing a request, the router records that the chosen
+server will hold the request's prompt blocks; each server has an LRU of block keys bounded at a
+capacity (there `lruCapacityPerServer`, here `router.index.approx_blocks_per_node`, by default
+the node's KV capacity), and a key that falls out of a server's LRU stops counting for it.
+Matching walks the prompt's keys from the first and counts, per server, the leading blocks it is
+credited with. Upstream's `matchLongestPrefix` differs: it walks while any server holds the key
+and adds one for every server holding it, so a server missing an early block (its LRU drops a
+request's first blocks first) still scores for the later ones.
 
 Like the plugin, it only looks at the start of a prompt: the plugin hashes 64-character blocks
-and stops after `DefaultMaxPrefixBlocks` = 256 of them (releases that hash characters; newer
-ones hash token blocks), so two prompts that agree on their first ~16,000 characters look the
-same to it. The simulator's requests carry token blocks, not text: the Router passes only the
-blocks within `router.index.approx_max_prefix_tokens` (default 4,096 tokens: 256 x 64
-characters at ~4 characters a token).
+(the server's 16-token block at `averageCharactersPerToken` = 4; from v1.4.0 the block size is
+set in tokens, but the text is still hashed at 4 characters a token) and stops after
+`DefaultMaxPrefixBlocks` = 256 of them, so two prompts that agree on their first ~16,000
+characters look the same to it. The simulator's requests carry token blocks, not text: the
+Router passes only the blocks within `router.index.approx_max_prefix_tokens` (default 4,096
+tokens: 256 x 64 characters at ~4 characters a token).
 
 It guesses: it never hears of evictions under memory pressure, of preemptions, of a node that
 lost its cache, or of blocks another request computed, so it drifts from the pools. The Router

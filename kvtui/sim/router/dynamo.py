@@ -60,7 +60,9 @@ from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, t
 
 
 class ActiveSequences:
-    """One worker's active requests as Dynamo's router tracks them (sequence.rs)."""
+    """One worker's active requests as Dynamo's router tracks them (ai-dynamo/dynamo 1.6.1
+    `ActiveSequences` in lib/kv-router/src/sequences/single.rs, formerly kv_router/sequence.rs;
+    `potential_blocks_and_tokens` is `PromptRegistry`'s, module sequences::prompt_registry)."""
 
     __slots__ = ("blocks", "refs", "prefill", "active_tokens")
 

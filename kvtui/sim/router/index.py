@@ -1,6 +1,7 @@
 """The router's global KV-block index: block key -> the nodes holding it, and in which tier.
 
-After llm-d's kvcache.Indexer (llm-d/llm-d-kv-cache pkg/kvcache/indexer.go, kvblock/index.go):
+After llm-d's kvcache.Indexer (llm-d/llm-d-kv-cache v0.4.0, then named llm-d-kv-cache-manager,
+the release llm-d-inference-scheduler v0.4.0 builds on; pkg/kvcache/indexer.go, kvblock/index.go):
 the index is fed only by the nodes' KV events (stored / removed, each with its medium), never
 by looking into a node, and answers "which nodes hold how much of this prompt". The router
 may receive the events late (`router.index.delay_ms`), so the index can be stale; the Router
@@ -9,7 +10,8 @@ measures how often that misleads it.
 Three scorers, as named in llm-d's KV-cache manager design (seed 003):
 - `longest_prefix`: blocks held consecutively from the first one. The weighted score adds,
   per matched block, the highest weight among the tiers the node holds it in — exactly
-  LongestPrefixScorer.Score with getMaxWeight (pkg/kvcache/kvblock_scorer.go).
+  LongestPrefixScorer.Score with getMaxWeight (pkg/kvcache/kvblock_scorer.go; from v0.7.0
+  `fillMaxWeights`, the same sum).
 - `highest_hit`: the position (1-based) of the last prompt block the node holds, times that
   block's tier weight; holes before it do not count against it.
 - `coverage`: the number of prompt blocks the node holds anywhere in the prompt, weighted.

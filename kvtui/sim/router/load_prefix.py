@@ -1,14 +1,17 @@
 """load_prefix: the llm-d inference scheduler's default profile — prefix, queue and KV scorers.
 
-llm-d's scheduler (llm-d-inference-scheduler, built on gateway-api-inference-extension's EPP)
-runs filters, then weighted scorers, then a max-score picker. Each scorer returns a score in
-[0, 1] per pod; the profile sums weight x score (SchedulerProfile.runScorerPlugins, scores
-clamped to [0, 1]); the picker takes the maximum after shuffling, so ties are random
-(picker/max_score_picker.go). The three scorers, as their code computes them:
+llm-d's scheduler (llm-d-inference-scheduler v0.4.0, built on gateway-api-inference-extension
+v1.2.0's EPP; the paths below are that release's, under pkg/epp/scheduling/framework/) runs
+filters, then weighted scorers, then a max-score picker. Each scorer returns a score in [0, 1]
+per pod; the profile sums weight x score (SchedulerProfile.runScorerPlugins, scores clamped to
+[0, 1] by enforceScoreRange); the picker takes the maximum after shuffling, so ties are random
+(plugins/picker/max_score_picker.go). The three scorers, as their code computes them:
 
 - prefix (plugins/multi/prefix/plugin.go, the prefix-cache scorer): matched blocks / total
   prompt blocks, from the router's index (precise from KV events, or approximate: see
-  `router.index`);
+  `router.index`); kvtui uses that ratio for both indexes, though llm-d-inference-scheduler
+  v0.4.0's precise scorer (pkg/plugins/scorer/precise_prefix_cache.go) min-max normalises the
+  indexer's scores over the pods instead (1 for all when equal, 0 for a pod without a score);
 - queue (plugins/scorer/queue.go): (max - q) / (max - min) over the candidates' waiting-queue
   lengths, and 1 for everyone when all are equal;
 - kv-cache utilisation (plugins/scorer/kvcache_utilization.go): 1 - KV usage, where usage is
@@ -17,10 +20,11 @@ clamped to [0, 1]); the picker takes the maximum after shuffling, so ties are ra
 
 Weights (`router.weights`), each preset named with where it ships:
 - `llm-d-approximate` (prefix 3, queue 2, kv 2): the default profile of the InferencePool chart
-  (kubernetes-sigs/gateway-api-inference-extension config/charts/inferencepool, its
-  `default-plugins.yaml`), whose prefix scorer is the approximate `prefix-cache-scorer`;
+  (kubernetes-sigs/gateway-api-inference-extension v1.2.0 config/charts/inferencepool, its
+  `default-plugins.yaml`; v1.0.x and v1.1.0 weighted all three 1), whose prefix scorer is the
+  approximate `prefix-cache-scorer`;
 - `llm-d-precise` (prefix 2, queue 1, kv 1): llm-d-inference-scheduler's sample configuration
-  for the precise scorer (deploy/config/epp-precise-prefix-cache-config.yaml);
+  for the precise scorer (v0.4.0, deploy/config/epp-precise-prefix-cache-config.yaml);
 - `llm-d` (the default): whichever of the two ships with the index in use (`router.index.mode`),
   since no llm-d configuration pairs 3/2/2 with the precise index;
 - `seed-111` and `seed-322`: the seed's (the predicted-latency blog's (1,1,1) and (3,2,2)

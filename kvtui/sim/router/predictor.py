@@ -231,7 +231,8 @@ class LinearRegressor:
         return Z @ self.beta
 
 
-# llm-d-latency-predictor training_server.py `_train_model_with_scaling`, XGBoost branch.
+# llm-d-latency-predictor v0.9.0 (commit 04e44cd) training/training_server.py
+# `_train_model_with_scaling`, XGBoost branch (upstream also sets verbosity 1, enable_categorical).
 XGB_PARAMS = {
     "max_depth": 6,
     "eta": 0.05,  # learning_rate

@@ -1,18 +1,21 @@
 """SGLang's approximate multi-tenant radix tree, over block keys instead of characters.
 
-After sgl-project/sglang sgl-router/src/policies/tree.rs (`Tree`, the same file lives on as
-sgl-model-gateway/src/policies/tree.rs): one tree shared by every worker ("tenant"); each node
-records, per tenant, when that tenant last touched it (`tenant_last_access_time`), and the tree
-keeps each tenant's size (`tenant_char_count`). What it does, and what this class does alike:
+After sgl-project/sglang sgl-router/src/policies/tree.rs as sglang-router 0.2.3 ships it
+(`Tree`; from 0.2.4 the file is sgl-model-gateway/src/policies/tree.rs, which through 0.3.0
+does what follows but for `get_smallest_tenant`, gone): one tree shared by every worker
+("tenant"); each node records, per tenant, when that tenant last touched it
+(`tenant_last_access_time`), and the tree keeps each tenant's size (`tenant_char_count`). What
+it does, and what this class does alike:
 
 - `insert(text, tenant)`: walk the request from the root, creating what is missing, and stamp
   every node on the path with the tenant and the current time; a node the tenant did not hold
   yet adds its length to the tenant's size.
 - `prefix_match(text)`: walk as deep as the text matches anything in the tree, whoever holds it;
   take a tenant of the deepest node reached (upstream: the first key of a hash map, i.e. any
-  one; here drawn by the caller's seeded RNG), re-stamp that tenant along the path to the root
-  and return the matched length. A tenant is on every ancestor of a node it is on (insert
-  stamps whole paths, eviction only removes leaves), so the matched length is that tenant's.
+  one; here the caller's choice: the first stamped there, or a draw from the seeded RNG),
+  re-stamp that tenant along the path to the root and return the matched length. A tenant is
+  on every ancestor of a node it is on (insert stamps whole paths, eviction only removes
+  leaves), so the matched length is that tenant's.
 - `evict_tenant_by_size(max_size)`: collect, for every tenant, its leaves (nodes it holds
   where none of the children is its) into a min-heap by last access time; pop the oldest; if
   that tenant is still over `max_size`, drop it from the node (and the node, once nobody holds
@@ -28,6 +31,12 @@ path-compressed (a radix tree's compression does not change what matches; it onl
 eviction remove several characters at a time, where this removes one block at a time).
 Time is simulated seconds (the caller's `ctx.now`), never the wall clock; equal stamps are
 ordered by a monotonic counter so that eviction is deterministic.
+
+sglang-router 0.3.2 (the gateway tests/differential runs) stamps differently, and this class
+does not follow it: stamps are a global counter, `insert` stamps only the last node of the path
+(a node it merely adds the tenant to gets 0), and `prefix_match` takes the node's cached tenant
+(at first the one that created it) and re-stamps only that node, on one match in eight. Only
+the order of eviction depends on the stamps.
 """
 
 from __future__ import annotations

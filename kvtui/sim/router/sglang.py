@@ -105,7 +105,8 @@ class SGLangCacheAware(Policy):
         return len(s) if s else 0
 
     def is_imbalanced(self, loads: Sequence[int]) -> bool:
-        """cache_aware.rs: `max - min > abs_threshold && max > min * rel_threshold` (saturating)."""
+        """sglang-router 0.3.2 cache_aware.rs: `max - min > abs_threshold && max > min * rel_threshold`
+        (saturating)."""
         if not loads:
             return False
         lo, hi = min(loads), max(loads)

@@ -9,7 +9,7 @@ are values nobody changes; they are not `frozen` dataclasses only because a froz
 
 `pick_best` is the max-score picker every policy uses. Ties follow the modelled system's rule:
 by default the seeded RNG, as llm-d's max-score picker does (it shuffles the candidates before
-taking the maximum, gateway-api-inference-extension
+taking the maximum, gateway-api-inference-extension v1.2.0
 pkg/epp/scheduling/framework/plugins/picker/max_score_picker.go); with `first=True` the first
 candidate in cluster order, as SGLang's gateway does (`min_by_key` over its worker list).
 
