@@ -7,10 +7,12 @@ approximateprefix data producer): after routing a request, the router records th
 server will hold the request's prompt blocks; each server has an LRU of block keys bounded at a
 capacity (there `lruCapacityPerServer`, here `router.index.approx_blocks_per_node`, by default
 the node's KV capacity), and a key that falls out of a server's LRU stops counting for it.
-Matching walks the prompt's keys from the first and counts, per server, the leading blocks it is
-credited with. Upstream's `matchLongestPrefix` differs: it walks while any server holds the key
-and adds one for every server holding it, so a server missing an early block (its LRU drops a
-request's first blocks first) still scores for the later ones.
+Matching is upstream's `matchLongestPrefix` (the same through llm-d-inference-scheduler 520af47's
+approximateprefix/plugin.go): walk the prompt's keys from the first while any server is credited
+with the key, and add one for every server credited with it. So a server missing an early block
+(its LRU drops a request's first blocks first: they were added first) still scores for the later
+ones that another server's credit lets the walk reach; its `Match.consecutive` is that count, not
+a run from the first block.
 
 Like the plugin, it only looks at the start of a prompt: the plugin hashes 64-character blocks
 (the server's 16-token block at `averageCharactersPerToken` = 4; from v1.4.0 the block size is
@@ -70,27 +72,15 @@ class ApproxIndex:
         self._lru[node].clear()
 
     def match(self, keys: Sequence[int]) -> dict[str, Match]:
+        counts: dict[str, int] = {}
         where = self._where
-        alive: set[str] | None = None
-        out: dict[str, Match] = {}
-        depth = 0
-        for depth, k in enumerate(keys):
-            s = where.get(k)
-            if not s:
+        for k in keys:
+            servers = where.get(k)
+            if not servers:
                 break
-            if alive is None:
-                alive = set(s)
-                continue
-            for n in alive - s:
-                out[n] = Match(depth, float(depth))
-            alive &= s
-            if not alive:
-                return out
-        else:
-            depth = len(keys)
-        for n in alive or ():
-            out[n] = Match(depth, float(depth))
-        return out
+            for n in servers:
+                counts[n] = counts.get(n, 0) + 1
+        return {n: Match(c, float(c)) for n, c in counts.items()}
 
     def keys_on(self, node: str) -> set[int]:
         return set(self._lru[node])

@@ -103,6 +103,17 @@ def test_approximate_index_is_bounded_and_evicts_least_recent():
     assert ap.match([1]) == {}
 
 
+def test_approximate_match_counts_as_upstream_walks_past_a_servers_hole():
+    """gateway-api-inference-extension v1.2.0 `matchLongestPrefix`: while any server holds the
+    key, every server holding it gets one more; a's LRU lost key 1 but keeps 2 and 3."""
+    ap = ApproxIndex({"a": 2, "b": 8})
+    ap.routed("a", [1, 2, 3])  # capacity 2: 1, the least recent, leaves
+    ap.routed("b", [1, 5])
+    assert ap.match([1, 2, 3]) == {"a": Match(2, 2.0), "b": Match(1, 1.0)}
+    assert ap.match([2, 3]) == {"a": Match(2, 2.0)}
+    assert ap.match([7, 2, 3]) == {}  # nobody holds the first key: the walk stops there
+
+
 # ---------------------------------------------------------------------- load_prefix
 def test_queue_scorer_normalises_and_is_neutral_when_equal():
     assert queue_scores([state("a", waiting=2), state("b", waiting=6), state("c", waiting=4)]) == {
