@@ -9,9 +9,11 @@ per pod; the profile sums weight x score (SchedulerProfile.runScorerPlugins, sco
 
 - prefix (plugins/multi/prefix/plugin.go, the prefix-cache scorer): matched blocks / total
   prompt blocks, from the router's index (precise from KV events, or approximate: see
-  `router.index`); kvtui uses that ratio for both indexes, though llm-d-inference-scheduler
-  v0.4.0's precise scorer (pkg/plugins/scorer/precise_prefix_cache.go) min-max normalises the
-  indexer's scores over the pods instead (1 for all when equal, 0 for a pod without a score);
+  `router.index`); kvtui uses that ratio for both indexes. The precise scorer computes it so as
+  of llm-d-inference-scheduler 520af47 (2026-05-17, pkg/epp/framework/plugins/scheduling/scorer/
+  preciseprefixcache/utils.go `absoluteScoredPods`: the indexer's score / the prompt's blocks,
+  clipped to [0, 1]); v0.4.0's (pkg/plugins/scorer/precise_prefix_cache.go) min-max normalised
+  the scores over the pods instead (1 for all when equal, 0 for a pod without a score);
 - queue (plugins/scorer/queue.go): (max - q) / (max - min) over the candidates' waiting-queue
   lengths, and 1 for everyone when all are equal;
 - kv-cache utilisation (plugins/scorer/kvcache_utilization.go): 1 - KV usage, where usage is
