@@ -16,7 +16,8 @@ select_worker`; formerly sgl-router/src/policies/cache_aware.rs) and tree.rs (se
 3. Otherwise match the request against the approximate tree (built only from what the router
    itself sent, never from KV events): match rate = matched / request length. If it is above
    `cache_threshold`, the matched tenant; else, in the current gateway, the least-loaded healthy
-   worker (`select_worker_with_text` / `select_worker_with_tokens`: `min_by_key(load)`), or,
+   worker (`min_by_key(load)`: inside `select_worker` in sglang-router 0.3.2, the version the
+   differential suite runs; later split into `select_worker_with_text` / `_with_tokens`), or,
    with `fallback: smallest_tree`, the tenant with the smallest tree (`tree.get_smallest_tenant()`,
    what sgl-router did before the gateway). The chosen worker's tree gets the request.
 4. A background thread runs `tree.evict_tenant_by_size(max_tree_size)` every
@@ -26,7 +27,8 @@ select_worker`; formerly sgl-router/src/policies/cache_aware.rs) and tree.rs (se
 
 Defaults are the gateway CLI's (main.rs: cache_threshold 0.3, balance_abs_threshold 64,
 balance_rel_threshold 1.5, eviction_interval 120 s, max_tree_size 2^26 characters; the library's
-`CacheAwareConfig::default()` has 0.5 / 32 / 1.1 / 30 s / 10,000 instead).
+`CacheAwareConfig::default()` has 0.5 / 32 / 1.1 / 30 s / 10,000 instea;
+sglang-router 0.3.2's Python launcher, `RouterArgs`, starts it with eviction_interval_secs 60).
 
 Where the simulator differs: SGLang matches on request text, characters; the simulator's
 requests carry block keys, so the tree holds the request's full prompt blocks (`block_keys[:
