@@ -27,7 +27,7 @@ select_worker`; formerly sgl-router/src/policies/cache_aware.rs) and tree.rs (se
 
 Defaults are the gateway CLI's (main.rs: cache_threshold 0.3, balance_abs_threshold 64,
 balance_rel_threshold 1.5, eviction_interval 120 s, max_tree_size 2^26 characters; the library's
-`CacheAwareConfig::default()` has 0.5 / 32 / 1.1 / 30 s / 10,000 instea;
+`CacheAwareConfig::default()` has 0.5 / 32 / 1.1 / 30 s / 10,000 instead;
 sglang-router 0.3.2's Python launcher, `RouterArgs`, starts it with eviction_interval_secs 60).
 
 Where the simulator differs: SGLang matches on request text, characters; the simulator's
