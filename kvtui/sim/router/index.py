@@ -197,7 +197,8 @@ def _shifted(cpu: set[int]):
 
 def _run_length(keys: Sequence[int], sets: tuple[set[int], ...]) -> int:
     """How many leading `keys` are in any of `sets`: checked in growing C-level chunks, so a
-    node that misses the first block costs one lookup and a long match costs about two passes."""
+    node that misses the first block costs one lookup and a long match costs about two passes.
+    With one tier a chunk held whole is one `issuperset` (no list of answers built)."""
     gpu, cpu = sets
     if cpu:
         held = lambda k: k in gpu or k in cpu  # noqa: E731
@@ -207,9 +208,11 @@ def _run_length(keys: Sequence[int], sets: tuple[set[int], ...]) -> int:
         return 0  # most nodes, for most prompts
     n, size, total = 1, 4, len(keys)
     while n < total:
-        hits = list(map(held, keys[n : n + size]))
-        if False in hits:
-            return n + hits.index(False)
-        n += len(hits)
+        chunk = keys[n : n + size]
+        if cpu or not gpu.issuperset(chunk):
+            hits = list(map(held, chunk))
+            if False in hits:
+                return n + hits.index(False)
+        n += len(chunk)
         size *= 4
     return total
