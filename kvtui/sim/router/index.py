@@ -209,10 +209,25 @@ def _run_length(keys: Sequence[int], sets: tuple[set[int], ...]) -> int:
     n, size, total = 1, 4, len(keys)
     while n < total:
         chunk = keys[n : n + size]
-        if cpu or not gpu.issuperset(chunk):
+        if cpu:
             hits = list(map(held, chunk))
             if False in hits:
                 return n + hits.index(False)
+        elif not gpu.issuperset(chunk):
+            return n + _first_miss(chunk, gpu)
         n += len(chunk)
         size *= 4
     return total
+
+
+def _first_miss(chunk: Sequence[int], held: set[int]) -> int:
+    """Where the first key of `chunk` missing from `held` is (one is): halved by `issuperset`,
+    which stops at the first miss, so a miss early in a long chunk costs little."""
+    lo, hi = 0, len(chunk)  # chunk[:lo] is held; the first miss is in chunk[lo:hi]
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        if held.issuperset(chunk[lo:mid]):
+            lo = mid
+        else:
+            hi = mid
+    return lo + list(map(held.__contains__, chunk[lo:hi])).index(False)
