@@ -199,7 +199,8 @@ def _shifted(cpu: set[int]):
 
 def _run_length(keys: Sequence[int], sets: tuple[set[int], ...]) -> int:
     """How many leading `keys` are in any of `sets`: checked in growing C-level chunks, so a
-    node that misses the first block costs one lookup and a long match costs about two passes."""
+    node that misses the first block costs one lookup and a long match costs about two passes.
+    With one tier a chunk held whole is one `issuperset` (no list of answers built)."""
     gpu, cpu = sets
     if cpu:
         held = lambda k: k in gpu or k in cpu  # noqa: E731
@@ -209,9 +210,26 @@ def _run_length(keys: Sequence[int], sets: tuple[set[int], ...]) -> int:
         return 0  # most nodes, for most prompts
     n, size, total = 1, 4, len(keys)
     while n < total:
-        hits = list(map(held, keys[n : n + size]))
-        if False in hits:
-            return n + hits.index(False)
-        n += len(hits)
+        chunk = keys[n : n + size]
+        if cpu:
+            hits = list(map(held, chunk))
+            if False in hits:
+                return n + hits.index(False)
+        elif not gpu.issuperset(chunk):
+            return n + _first_miss(chunk, gpu)
+        n += len(chunk)
         size *= 4
     return total
+
+
+def _first_miss(chunk: Sequence[int], held: set[int]) -> int:
+    """Where the first key of `chunk` missing from `held` is (one is): halved by `issuperset`,
+    which stops at the first miss, so a miss early in a long chunk costs little."""
+    lo, hi = 0, len(chunk)  # chunk[:lo] is held; the first miss is in chunk[lo:hi]
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        if held.issuperset(chunk[lo:mid]):
+            lo = mid
+        else:
+            hi = mid
+    return lo + list(map(held.__contains__, chunk[lo:hi])).index(False)
