@@ -63,15 +63,16 @@ pkg/epp/framework/plugins/requestcontrol/dataproducer/predictedlatency/requestco
   default 0 = never, and `sampling_mean`, default 1000), TPOT is predicted again by the model in
   force at that token; `avgPredictedTPOT` is the running mean of the list. The in-stream features
   are the *scheduling-time* metrics (`refreshLastSeenMetrics` re-clones the scheduling result's
-  endpoint, itself a clone taken at scheduling: requestcontrol/director.go `NewEndpoint`), the
+  endpoint, itself a clone taken at scheduling: pkg/epp/requestcontrol/director.go builds it
+  with framework/interface/scheduling/types.go `NewEndpoint`, `metrics.Clone()`), the
   prompt length, tokens generated so far, prefix score 0 and no tokens in flight (the request
   `buildPredictionRequest` makes leaves PrefillTokensInFlight at 0). Tokens generated is no
   column here: every TPOT training entry carries 0 there, so XGBoost never splits on it.
 - At end of stream `avgTPOT` = (end - dispatch - TTFT) / (tokens - 1), the whole decode's mean
   (not the sampled inter-token gaps, which upstream only reports), and MAPE TPOT =
   |avgTPOT - avgPredictedTPOT| / avgTPOT. That is `tpot_mape` here. With upstream's default
-  (no samples) it *is* the dispatch-time prediction's error; `tpot_mape_dispatch` always scores
-  the dispatch-time prediction alone. Routing and the SLO gate use only dispatch-time
+  (no samples; 5 before 2026-02, commit f6249191) it *is* the dispatch-time prediction's error;
+  `tpot_mape_dispatch` always scores the dispatch-time prediction alone. Routing and the SLO gate use only dispatch-time
   predictions, upstream as here; in-stream predictions train nothing.
 - The TPOT training entry is sent at end of stream with the scheduling-time metrics, the tokens
   in flight at dispatch and prefix score 0 (`buildTrainingEntry(..., 0, 0)`), so the TPOT window
