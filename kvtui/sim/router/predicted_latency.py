@@ -52,7 +52,7 @@ features and the chosen node's predictions at routing time; FirstToken / Request
 them (the training samples, see predictor.py) and score the prediction: running MAPE, overall and
 per window of `mape_window` predictions, in percent.
 
-**The TPOT error, as llm-d's EPP logs it** (llm-d-inference-scheduler 520af47, 2026-05-17,
+**The TPOT error, as llm-d's EPP logs it** (llm-d-inference-scheduler@520af47, 2026-05-17,
 pkg/epp/framework/plugins/requestcontrol/dataproducer/predictedlatency/requestcontrol_hooks.go,
 `ResponseBody` / `predictFirstTPOT` / `processTokenForLatencyPrediction`; training.go
 `buildPredictionRequest`, `refreshLastSeenMetrics`):

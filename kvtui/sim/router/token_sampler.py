@@ -1,6 +1,6 @@
 """Which decode tokens llm-d's EPP re-predicts TPOT at: its Poisson token sampler.
 
-Upstream: llm-d-inference-scheduler 520af47 (2026-05-17),
+Upstream: llm-d-inference-scheduler@520af47 (2026-05-17),
 pkg/epp/framework/plugins/requestcontrol/dataproducer/predictedlatency/decode_token_sampler.go
 (`decodeTokenSampler`). Created at a request's first token; the first sampled token is
 2 + Poisson(mean) (token 1 is the TTFT); after each prediction the next one is the current
