@@ -6,7 +6,8 @@ Run:  python benchmarks/routing_study.py [--seeds N] [--workers K]   (default 3 
       (one policy's rows, with extra overrides)
       python benchmarks/routing_study.py --options   (predicted_latency's prediction error per
       predictor option: llm-d's defaults, the blog's 10 KV buckets, llm-d's p90 quantile
-      objective, kvtui's iteration feature, llm-d's tokens-in-flight count; 5 x 5 scenarios x N seeds)
+      objective, kvtui's iteration feature, llm-d's tokens-in-flight count, llm-d's in-stream
+      TPOT predictions; 6 x 5 scenarios x N seeds)
 
 Every cell is one `kvtui sweep` over N seeds (seeds S..S+N-1, S the scenario's own), so each
 figure is a mean with its 95 % Student-t half-width (kvtui.sweep.stats). The policies are the
@@ -59,6 +60,8 @@ OPTIONS = (
     ("objective: quantile (llm-d's p90)", ("router.predicted_latency.objective=quantile",)),
     ("iteration_feature: true (kvtui's, beyond llm-d)", ("router.predicted_latency.iteration_feature=true",)),
     ("tokens_in_flight: epp (llm-d's count, to completion)", ("router.predicted_latency.tokens_in_flight=epp",)),
+    ("in-stream TPOT at ~every 200th token (llm-d's sampler: sampling_mean 200, max_decode_token_samples 1000)",
+     ("router.predicted_latency.sampling_mean=200", "router.predicted_latency.max_decode_token_samples=1000")),
 )
 MAPES = (("TTFT", "routing.prediction.ttft_mape"), ("TPOT", "routing.prediction.tpot_mape"))
 

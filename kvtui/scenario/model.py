@@ -434,6 +434,11 @@ class PredictedLatencyConfig:
     ensemble_split: int = field(
         default=200, metadata=doc("separate queued / not-queued models once each has this many samples; 0: never", min=0, max=1_000_000_000)
     )
+    max_decode_token_samples: int = field(default=0, metadata=doc(
+        "llm-d's maxDecodeTokenSamplesForPrediction: TPOT re-predicted at up to this many sampled decode tokens, "
+        "averaged into the reported TPOT prediction; 0: never (llm-d's default)", min=0, max=1_000_000))
+    sampling_mean: float = field(default=1000.0, metadata=doc(
+        "llm-d's samplingMean: mean Poisson gap, in tokens, between sampled decode tokens", min=0.001, max=1e9))
     mape_window: int = field(default=100, metadata=doc("predictions per MAPE window in the report", min=1, max=1_000_000))
 
 

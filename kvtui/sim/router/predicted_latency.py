@@ -46,16 +46,50 @@ latency-slo-admitter in front. Files, all under pkg/epp/framework/plugins/:
   SLOs, or is idle (nothing running), or is cold (KV usage < 2 %, predictions unreliable). The
   reason starts with "shed:" so the metrics count it as shed.
 
-The only randomness is `ctx.rng` (exploration, tier choice, ties, weighted picking). The
-policy remembers each request's features and the chosen node's predictions at routing time;
-FirstToken / RequestCompleted label them (the training samples, see predictor.py) and score the
-prediction: running MAPE, overall and per window of `mape_window` predictions, in percent.
+The only randomness is `ctx.rng` (exploration, tier choice, ties, weighted picking; the token
+sampler below draws from a generator spawned from it). The policy remembers each request's
+features and the chosen node's predictions at routing time; FirstToken / RequestCompleted label
+them (the training samples, see predictor.py) and score the prediction: running MAPE, overall and
+per window of `mape_window` predictions, in percent.
+
+**The TPOT error, as llm-d's EPP logs it** (llm-d-inference-scheduler@520af47, 2026-05-17,
+pkg/epp/framework/plugins/requestcontrol/dataproducer/predictedlatency/requestcontrol_hooks.go,
+`ResponseBody` / `predictFirstTPOT` / `processTokenForLatencyPrediction`; training.go
+`buildPredictionRequest`, `refreshLastSeenMetrics`):
+
+- At the first token the request's predicted-TPOT list starts with the prediction stored at
+  scheduling for its pod (`predictFirstTPOT`). Then, at the tokens the Poisson sampler picks
+  (`token_sampler.py`; `max_decode_token_samples`, upstream's maxDecodeTokenSamplesForPrediction,
+  default 0 = never, and `sampling_mean`, default 1000), TPOT is predicted again by the model in
+  force at that token; `avgPredictedTPOT` is the running mean of the list. The in-stream features
+  are the *scheduling-time* metrics (`refreshLastSeenMetrics` re-clones the scheduling result's
+  endpoint, itself a clone taken at scheduling: pkg/epp/requestcontrol/director.go builds it
+  with framework/interface/scheduling/types.go `NewEndpoint`, `metrics.Clone()`), the
+  prompt length, tokens generated so far, prefix score 0 and no tokens in flight (the request
+  `buildPredictionRequest` makes leaves PrefillTokensInFlight at 0). Tokens generated is no
+  column here: every TPOT training entry carries 0 there, so XGBoost never splits on it.
+- At end of stream `avgTPOT` = (end - dispatch - TTFT) / (tokens - 1), the whole decode's mean
+  (not the sampled inter-token gaps, which upstream only reports), and MAPE TPOT =
+  |avgTPOT - avgPredictedTPOT| / avgTPOT. That is `tpot_mape` here. With upstream's default
+  (no samples; 5 before 2026-02, commit f6249191) it *is* the dispatch-time prediction's error;
+  `tpot_mape_dispatch` always scores the dispatch-time prediction alone. Routing and the SLO gate use only dispatch-time
+  predictions, upstream as here; in-stream predictions train nothing.
+- The TPOT training entry is sent at end of stream with the scheduling-time metrics, the tokens
+  in flight at dispatch and prefix score 0 (`buildTrainingEntry(..., 0, 0)`), so the TPOT window
+  is stratified by queue and KV only.
+
+kvtui's own: in-stream predictions are made at the policy's next hook (a routing decision or an
+event it hears) after the sampled token, by the model in force then; models change only in those
+hooks, after the stream step, so it is the model that answered at the token itself. A request
+routed before any TPOT model exists is not scored (upstream counts its prediction as 0 ms).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+
+import numpy as np
 
 from kvtui.events import Event, FirstToken, RequestCompleted, RequestRejected
 from kvtui.scenario.model import PredictedLatencyConfig
@@ -64,6 +98,7 @@ from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.predictor import LatencyPredictor, PredictorConfig, Row
 from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note
+from kvtui.sim.router.token_sampler import TokenSampler
 
 W_MAX = 100  # latency-scorer's score resolution (wMax)
 
@@ -100,7 +135,27 @@ class Pending:
     tokens: int  # what this request added to its node's EPP count (`in_flight`)
     ttft: float | None  # predicted, ms (None: routed cold)
     tpot: float | None
+    req: Request
     ttft_done: bool = False
+    sampler: TokenSampler | None = None  # from the first token, when in-stream sampling is on
+    avg_tpot: float = 0.0  # llm-d's avgPredictedTPOT: running mean of the predicted TPOTs
+    n_tpot: int = 0
+
+    def observe_tpot(self, predicted: float) -> None:
+        """`calculateRunningAverage`, as upstream keeps it."""
+        self.n_tpot += 1
+        self.avg_tpot += (predicted - self.avg_tpot) / self.n_tpot
+
+
+def stream_row(row: Row) -> Row:
+    """An in-stream TPOT prediction's features: the scheduling-time metrics and prompt, prefix 0,
+    no tokens in flight (`buildPredictionRequest` as `processTokenForLatencyPrediction` calls it)."""
+    return (row[0], row[1], row[2], row[3], 0.0, 0.0, row[6])
+
+
+def tpot_row(row: Row) -> Row:
+    """The TPOT training entry's features: the dispatch row with prefix score 0."""
+    return (row[0], row[1], row[2], row[3], row[4], 0.0, row[6])
 
 
 class Mape:
@@ -203,7 +258,10 @@ class PredictedLatency(Policy):
         self.tpot_slos: dict[str, dict[str, float]] = {}  # node -> request -> TPOT SLO (ms) in flight
         self.last: tuple[str, dict[str, Pred]] | None = None  # the last decision's predictions
         self.ttft_mape = Mape(c.mape_window)
-        self.tpot_mape = Mape(c.mape_window)
+        self.tpot_mape = Mape(c.mape_window)  # llm-d's: avgPredictedTPOT against avgTPOT
+        self.tpot_mape_dispatch = Mape(c.mape_window)  # the dispatch-time prediction alone
+        self.stream_rng: np.random.Generator | None = None  # the token samplers' draws
+        self.in_stream = 0  # in-stream TPOT predictions made
         self.stats = {
             "decisions": 0,
             "cold": 0,
@@ -348,6 +406,9 @@ class PredictedLatency(Policy):
 
     def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
         self.stats["decisions"] += 1
+        if self.stream_rng is None and self.cfg.max_decode_token_samples > 0:
+            self.stream_rng = ctx.rng.spawn(1)[0]  # its own stream: routing's draws stay as they were
+        self.predict_in_stream()
         self.predictor.maybe_retrain(ctx.now)
         preds = self.predict(req, ok)
         self.last = (req.id, preds or {})
@@ -440,7 +501,7 @@ class PredictedLatency(Policy):
             pred = self.last[1].get(node)
         self.pending[req.id] = Pending(
             node, self.features(req, s, req.prompt_tokens), req.prompt_tokens,
-            pred.ttft if pred else None, pred.tpot if pred and self.predictor.tpot_model else None,
+            pred.ttft if pred else None, pred.tpot if pred and self.predictor.tpot_model else None, req,
         )
         self.in_flight[node] = self.in_flight.get(node, 0) + req.prompt_tokens
         slo_tpot = getattr(req, "slo_tpot_s", None)
@@ -457,25 +518,25 @@ class PredictedLatency(Policy):
         return p
 
     def on_event(self, ev: Event) -> None:
-        if isinstance(ev, FirstToken):
-            p = self.pending.get(ev.request)
-            if p is not None and p.node == ev.node and not p.ttft_done:
-                self._ttft(p, ev.ttft)
+        self.predict_in_stream()
+        match ev:
+            case FirstToken():
+                p = self.pending.get(ev.request)
+                if p is not None and p.node == ev.node and not p.ttft_done:
+                    self._ttft(p, ev.ttft)
+                    self.start_stream(p)
+                    self.predictor.maybe_retrain(ev.t)
+            case RequestCompleted():
+                p = self._forget(ev.request)
+                if p is None or p.node != ev.node:
+                    return
+                if not p.ttft_done:
+                    self._ttft(p, ev.ttft)
+                if ev.output_tokens > 1 and ev.tpot > 0:
+                    self._tpot(p, ev.tpot * 1000.0)
                 self.predictor.maybe_retrain(ev.t)
-        elif isinstance(ev, RequestCompleted):
-            p = self._forget(ev.request)
-            if p is None or p.node != ev.node:
-                return
-            if not p.ttft_done:
-                self._ttft(p, ev.ttft)
-            if ev.output_tokens > 1 and ev.tpot > 0:
-                tpot_ms = ev.tpot * 1000.0
-                self.predictor.add_tpot(p.row, tpot_ms)
-                if p.tpot is not None:
-                    self.tpot_mape.add(p.tpot, tpot_ms)
-            self.predictor.maybe_retrain(ev.t)
-        elif isinstance(ev, RequestRejected):
-            self._forget(ev.request)
+            case RequestRejected():
+                self._forget(ev.request)
 
     def _ttft(self, p: Pending, ttft_s: float) -> None:
         p.ttft_done = True
@@ -483,6 +544,36 @@ class PredictedLatency(Policy):
         self.predictor.add_ttft(p.row, ttft_ms)
         if p.ttft is not None:
             self.ttft_mape.add(p.ttft, ttft_ms)
+
+    def _tpot(self, p: Pending, tpot_ms: float) -> None:
+        """End of stream: the training entry (prefix 0) and both TPOT errors."""
+        self.predictor.add_tpot(tpot_row(p.row), tpot_ms)
+        if p.tpot is not None:
+            self.tpot_mape.add(p.avg_tpot if p.n_tpot else p.tpot, tpot_ms)
+            self.tpot_mape_dispatch.add(p.tpot, tpot_ms)
+
+    # ------------------------------------------------------------------ in-stream TPOT (llm-d's EPP)
+    def start_stream(self, p: Pending) -> None:
+        """First token: `predictFirstTPOT` (the stored dispatch-time prediction) and the sampler."""
+        if p.tpot is not None:
+            p.observe_tpot(p.tpot)
+        if self.stream_rng is not None:
+            p.sampler = TokenSampler(self.stream_rng, self.cfg.sampling_mean, self.cfg.max_decode_token_samples)
+
+    def predict_in_stream(self) -> None:
+        """Every sampled token reached since the last hook, predicted in one batch by the model
+        in force (this runs before the hook may retrain)."""
+        if self.stream_rng is None:
+            return
+        due = [p for p in self.pending.values() if p.sampler is not None for _ in p.sampler.due(p.req.generated)]
+        if not due:
+            return
+        out = self.predictor.predict_tpot([stream_row(p.row) for p in due])
+        if out is None:
+            return
+        self.in_stream += len(due)
+        for p, v in zip(due, out):
+            p.observe_tpot(float(v))
 
     # ------------------------------------------------------------------ figures
     def headline(self) -> str:
@@ -499,10 +590,11 @@ class PredictedLatency(Policy):
             "prediction": {
                 "regressor": pr.cfg.regressor,
                 "ttft_mape": r(self.ttft_mape.value),  # percent
-                "tpot_mape": r(self.tpot_mape.value),  # percent
+                "tpot_mape": r(self.tpot_mape.value),  # percent, llm-d's (in-stream average)
+                "tpot_mape_dispatch": r(self.tpot_mape_dispatch.value),  # percent, dispatch-time only
                 "samples": pr.samples,
                 "retrains": pr.retrains,
-                "scored": {"ttft": self.ttft_mape.n, "tpot": self.tpot_mape.n},
+                "scored": {"ttft": self.ttft_mape.n, "tpot": self.tpot_mape.n, "tpot_in_stream": self.in_stream},
                 "window": self.cfg.mape_window,
                 "ttft_mape_windows": self.ttft_mape.per_window(),
                 "tpot_mape_windows": self.tpot_mape.per_window(),

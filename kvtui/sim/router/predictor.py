@@ -28,7 +28,9 @@ training_server.py, class `LatencyPredictor`; the EPP side at llm-d-inference-sc
   bucket, prefix bucket); every bucket is a `deque(maxlen=MAX_TRAINING_DATA_SIZE_PER_BUCKET)`
   (default 500), so it keeps its newest samples and old regimes are not washed out by the
   current one (the blog's argument). Queue buckets are upstream's 0 / 1-2 / 3-5 / 6-10 / 11+
-  waiting (`_get_queue_bucket`), prefix buckets quarters (`_get_prefix_bucket`). KV buckets:
+  waiting (`_get_queue_bucket`), prefix buckets quarters (`_get_prefix_bucket`); the EPP sends
+  every TPOT entry with prefix score 0 (requestcontrol_hooks.go `ResponseBody`:
+  `buildTrainingEntry(..., 0, 0)`), so the TPOT window is stratified by queue and KV only. KV buckets:
   upstream's 5 % steps (llm-d-latency-predictor 04e44cd training/training_server.py,
   `LatencyPredictor.__init__`: `cache_buckets = int(1.0 / 0.05)`, 20 buckets); the blog said
   tens of percent. `kv_buckets` is the knob (default 20, upstream's).
@@ -435,6 +437,12 @@ class LatencyPredictor:
         self.last_train = now
         self.new = 0
         self.retrains += 1
+
+    def predict_tpot(self, rows: Sequence[Row]) -> np.ndarray | None:
+        """TPOT alone (ms), or None while no TPOT model exists: the in-stream re-predictions."""
+        if self.tpot_model is None:
+            return None
+        return self.tpot_model.predict(np.asarray(rows, dtype=float).reshape(-1, len(FEATURES)))
 
     def predict(self, rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray] | None:
         if self.ttft_model is None:

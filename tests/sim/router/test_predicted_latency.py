@@ -277,7 +277,8 @@ def test_mape_is_scored_from_first_token_and_completion():
     )
     rep = pol.report()["prediction"]
     assert rep["ttft_mape"] == pytest.approx(20.0) and rep["tpot_mape"] == pytest.approx(25.0)
-    assert rep["samples"] == 2 and rep["scored"] == {"ttft": 1, "tpot": 1}
+    assert rep["tpot_mape_dispatch"] == pytest.approx(25.0)  # no in-stream samples: llm-d's default
+    assert rep["samples"] == 2 and rep["scored"] == {"ttft": 1, "tpot": 1, "tpot_in_stream": 0}
     assert not pol.pending
 
 
