@@ -65,6 +65,7 @@ class Router:
         self.env: loop.Environment = bus.env
         self.nodes = list(nodes)
         self.node_by_name = {n.name: n for n in self.nodes}
+        self.position = {n.name: i for i, n in enumerate(self.nodes)}  # a node's snapshot in `observe`'s list
         self.cfg = cfg
         self.policy_name = policy
         self.policy = make_policy(policy, cfg)
@@ -168,7 +169,7 @@ class Router:
         node = self.node_by_name[decision.node]
         # The snapshot was taken this instant: its admission check still holds (policies only
         # pick eligible nodes; a policy that picked an ineligible one is refused here).
-        problem = next(s.problem for s in states if s.name == node.name)
+        problem = states[self.position[node.name]].problem
         if problem is not None:
             self.reject(req, node.name, problem)
             return
@@ -201,7 +202,8 @@ class Router:
 
     # ------------------------------------------------------------------ snapshots
     def observe(self, req: Request, keys: Sequence[int]) -> list[NodeState]:
-        """One snapshot per node, with the prefix the policy's index credits it."""
+        """One snapshot per node, in `self.nodes`' order (`self.position`), with the prefix the
+        policy's index credits it."""
         precise = self.index.match(keys)
         used, other = (precise, None) if self.approx is None else (self.approx.match(keys[: self.approx_blocks]), precise)
         total = len(keys)
@@ -252,7 +254,7 @@ class Router:
         if decision.node is None:
             return ""
         self.stats["decisions"] += 1
-        said = next(s.prefix for s in states if s.name == decision.node)
+        said = states[self.position[decision.node]].prefix
         node = self.node_by_name[decision.node]
         holds = node.kv.held_prefix(keys) if node.up else 0
         if said == holds:
