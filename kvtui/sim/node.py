@@ -172,7 +172,9 @@ class Node:
         """`admission_problem` given the request's longest sequence and the blocks it needs
         (blocks_for(max(1, longest))): the router asks every node at every decision, the part
         of routing that grows with the cluster, so it works those out once per request. Plain
-        arithmetic and attributes, no calls on the way to None."""
+        arithmetic and attributes, no calls on the way to None. The Router reuses a None from
+        here while `up`, the running and waiting counts, the request's shape and `need <=
+        kv.capacity` hold (Router.observe): an input added here must be checked there too."""
         if not self.up:
             return f"{self.name} is down"
         capacity = self.kv.capacity

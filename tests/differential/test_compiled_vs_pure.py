@@ -78,3 +78,14 @@ def test_whole_simulation_agrees(scenario: str, overrides: list[str]) -> None:
     runs = both_ways(["-c", SIMULATION, scenario, *overrides])
     assert set(runs) == {"compiled", "pure"}
     assert runs["compiled"] == runs["pure"]
+
+
+def test_routing_snapshots_are_built_by_compiled_code() -> None:
+    """The Router builds a NodeState per node per decision: under mypyc a dataclass-generated
+    `__init__` stays an interpreted function (~4x the pure build's cost), so state.py writes it
+    out; this fails if it is generated again."""
+    from types import FunctionType
+
+    from kvtui.sim.router.state import NodeState
+
+    assert not isinstance(NodeState.__init__, FunctionType)

@@ -23,7 +23,7 @@ from typing import Sequence
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, pick_best, tie_note, tie_text
+from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, pick_best, pick_by_keys, tie_note, tie_text
 
 
 class CacheAware(Policy):
@@ -46,7 +46,8 @@ class CacheAware(Policy):
                     f"session affinity: {req.session} lives on {s.name} (prefix {s.prefix}/{total} blocks)",
                     candidates(states, scores),
                 )
-        best, margin, tied = pick_best(ok, lambda s: (s.prefix, -s.running - s.waiting, s.free_blocks), ctx.rng)
+        keys = [(s.prefix, -s.running - s.waiting, s.free_blocks) for s in ok]
+        best, margin, tied = pick_by_keys(ok, keys, ctx.rng)
         if best.prefix == 0:
             return self._fill(req, ok, states, ctx, total)
         cands = candidates(states, scores)

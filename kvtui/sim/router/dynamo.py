@@ -56,7 +56,7 @@ from kvtui.events import Event, FirstToken, NodeDown, RequestCompleted, RequestR
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, tie_note, tie_text
+from kvtui.sim.router.state import Decision, NodeState, candidates, pick_by_keys, tie_note, tie_text
 
 
 class ActiveSequences:
@@ -241,7 +241,7 @@ class Dynamo(Policy):
         if sampling:  # the lowest only for the sentence: the one draw goes to the softmax
             best, margin, tied = min(ok, key=lambda s: cost[s.name]), 0.0, 1
         else:
-            best, margin, tied = pick_best(ok, lambda s: -cost[s.name], ctx.rng)
+            best, margin, tied = pick_by_keys(ok, [-cost[s.name] for s in ok], ctx.rng)
         pick = best
         if sampling:
             p = softmax_probabilities([cost[s.name] for s in ok], self.temperature)
