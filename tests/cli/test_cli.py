@@ -231,3 +231,13 @@ def test_compare_enforces_the_run_time_budget_on_every_run(monkeypatch):
             compare(["scenarios/pressure.yaml", "--set", "workload.duration_s=10", *how])
         assert str(e.value).startswith("scenarios/pressure.yaml: over budget while running"), how
     assert compare(["scenarios/pressure.yaml", "--set", "workload.duration_s=10", "--force"]) == 0
+
+
+def test_record_refuses_an_out_that_is_not_svg(tmp_path):
+    """`--out shot.png` wrote SVG text into a .png file (exit 0)."""
+    out = tmp_path / "shot.png"
+    p = kvtui("record", str(ROOT / "tests" / "tui" / "scenario.yaml"), "--steps", "5", "--out", str(out))
+    assert p.returncode == 2, p.stderr
+    assert "--out writes an SVG" in p.stderr and "Traceback" not in p.stderr
+    assert not out.exists()
+
