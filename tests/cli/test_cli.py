@@ -241,3 +241,13 @@ def test_record_refuses_an_out_that_is_not_svg(tmp_path):
     assert "--out writes an SVG" in p.stderr and "Traceback" not in p.stderr
     assert not out.exists()
 
+
+def test_a_narrow_sweep_table_keeps_its_title_and_failure_on_whole_lines(tmp_path):
+    """Every run failing left a two-column table whose title and "first failure" caption
+    wrapped at its 25 columns: "sweep · mean ± 95 % CI" / "over seeds · latencies in" / "ms"."""
+    p = kvtui("sweep", str(ROOT / "tests" / "tui" / "scenario.yaml"), "--grid", "router.policy=nosuch",
+              "--workers", "1", "--out", str(tmp_path / "r.jsonl"))
+    assert p.returncode == 0, p.stderr
+    lines = [line.strip() for line in p.stdout.splitlines()]
+    assert lines[0] == "sweep · mean ± 95 % CI over seeds · latencies in ms"
+    assert any(line.startswith("first failure: --set router.policy: router.policy: 'nosuch' is not one of:") for line in lines)
