@@ -500,9 +500,9 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         r = self.runner
         r.fold = not r.fold
         if r.fold:
-            self.notify("Single steps fold `stored` and `batch` events (still counted in the run).", title="Detail")
+            self.notify("Single steps fold the stored and batch events (still counted in the run).", title="Detail")
         else:
-            self.notify("Single steps show every event, `stored` and `batch` included.", title="Detail")
+            self.notify("Single steps show every event, the stored and batch ones included.", title="Detail")
         self._after_command()
 
     def action_goto(self) -> None:
@@ -542,7 +542,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
     def action_chapter(self, delta: int) -> None:
         story = list(getattr(self.runner.scenario, "story", ()) or ())
         if not story:
-            self.notify("This scenario has no story (a `story:` list of chapters).", title="Story")
+            self.notify("This scenario has no story: section (a list of chapters).", title="Story")
             return
         now = self.runner.now
         if delta > 0:
@@ -671,7 +671,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             return
         if not self.runner.has_store:
             self.notify(
-                "This scenario has no `metadata` section, so the control plane keeps no log to "
+                "This scenario has no metadata: section, so the control plane keeps no log to "
                 "crash and recover (try scenarios/crash-recovery.yaml).",
                 title="Control plane",
             )

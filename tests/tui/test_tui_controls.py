@@ -457,3 +457,21 @@ def test_goto_nan_is_refused_not_the_end(make):
             assert app.runner.position > 0
 
     run(go())
+
+
+def test_toasts_show_no_markdown_backticks(make):
+    """Toasts are plain text: "fold `stored` and `batch` events" showed its backticks."""
+    import asyncio
+
+    async def go() -> list[str]:
+        app = make()
+        shown = []
+        async with app.run_test() as pilot:
+            for key in ("l", "l", "w", "c"):  # one at a time: at 80x24 a toast replaces the last
+                await pilot.press(key)
+                await pilot.pause()
+                shown.append(list(app._notifications)[-1].message)
+        return shown
+
+    messages = asyncio.run(go())
+    assert len(messages) >= 3 and not [m for m in messages if "`" in m], messages
