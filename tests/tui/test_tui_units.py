@@ -453,3 +453,15 @@ def test_split_screen_figures_take_short_labels_when_the_long_ones_would_wrap(sc
     assert long.startswith("token hits ") and "evicted" in long
     assert short.startswith("hits ") and "evict" in short and len(short) < len(long)
     assert figures_text(figures, width=len(long)) == long
+
+
+def test_the_inspector_says_why_the_null_block_is_not_evictable():
+    """Block 0 read "ref count 0 ... not evictable (held) ... held by nobody"."""
+    from kvtui.tui.screens.zoom import block_text
+    from kvtui.views import BlockView
+
+    null = block_text(BlockView("node-a", 0, "gpu", "null", "null block", 0, None, 0, None, (), None, None))
+    assert "not evictable (vLLM's null block, never allocated)" in null and "(held)" not in null
+    used = block_text(BlockView("node-a", 5, "gpu", "used", "chat", 7, None, 1, None, ("req-1",), None, None))
+    assert "not evictable (held)" in used
+
