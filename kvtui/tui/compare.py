@@ -319,12 +319,11 @@ HELP_ROWS = [
     ("?", "this help"),
     ("q", "quit"),
 ]
-PANELS = """\
-Left         the scenario's policy (or --policy); right: --vs. Same seed, same arrivals.
-Each side    its key numbers, block maps, the Why of its latest event and its event log
-             (those two from 30 rows up).
-Δ line       how the right run differs from the left: token hit rate, TTFT p50 and p95,
-             rejections, evicted blocks."""
+PANELS = (
+    ("Left", "the scenario's policy (or --policy); right: --vs. Same seed, same arrivals."),
+    ("Each side", "its key numbers, block maps, the Why of its latest event and its event log (those two from 30 rows up)."),
+    ("Δ line", "how the right run differs from the left: token hit rate, TTFT p50 and p95, rejections, evicted blocks."),
+)
 
 
 def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,
