@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     policies = [x for x in (args.policies or "").split(",") if x] or [None]
     for name in policies:
-        check_policy(name)
+        check_policy(name, "--policies")
     jsonl, csv_out = _paths(args.out)
     _check_targets(jsonl, csv_out, args.scenarios)
     backend = _backend(args)

@@ -251,3 +251,15 @@ def test_a_narrow_sweep_table_keeps_its_title_and_failure_on_whole_lines(tmp_pat
     lines = [line.strip() for line in p.stdout.splitlines()]
     assert lines[0] == "sweep · mean ± 95 % CI over seeds · latencies in ms"
     assert any(line.startswith("first failure: --set router.policy: router.policy: 'nosuch' is not one of:") for line in lines)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (("serve", "scenarios/pressure.yaml", "--vs", "nope"), "--vs"),
+    (("serve", "scenarios/pressure.yaml", "--policy", "nope"), "--policy"),
+    (("compare", "scenarios/pressure.yaml", "--policies", "round_robin,nope"), "--policies"),
+])
+def test_an_unknown_policy_names_its_flag(argv, flag):
+    """`kvtui SCENARIO --policy a --vs b` with one of them wrong said "unknown policy 'b'",
+    not which flag gave it."""
+    p = kvtui(*argv)
+    assert p.returncode == 2 and p.stderr.startswith(f"{flag}: unknown policy 'nope'"), p.stderr
