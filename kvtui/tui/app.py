@@ -67,10 +67,11 @@ FREEZE_EVERY_S = 1.0  # while playing, hide the simulation's long-lived objects 
 
 
 def _sim_time(text: str) -> float:
-    """Seconds typed at the go-to prompt. float() takes "nan", which is no time (it went to
-    the end of the run), so it is refused like any other non-number."""
+    """Seconds typed at the go-to prompt. float() takes "nan", "inf" and "1e999", which are no
+    time (they went to the end of the run, the header saying "going to inf s"), so they are
+    refused like any other non-number."""
     t = float(text.rstrip("s"))
-    if math.isnan(t):
+    if not math.isfinite(t):
         raise ValueError(text)
     return t
 
