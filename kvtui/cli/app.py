@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         )
         return 1
     if args.vs:
-        check_policy(args.vs)
+        check_policy(args.vs, "--vs")
         from kvtui.tui.compare import make_compare_app
 
         app = make_compare_app(scenario, args.vs, seed=args.seed, policy=args.policy, theme=args.theme)

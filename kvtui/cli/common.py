@@ -88,11 +88,13 @@ def run_budget(args) -> "RunBudget | None":
     return None if args.force else RunBudget(args.scenario)
 
 
-def check_policy(name: str | None) -> None:
+def check_policy(name: str | None, flag: str = "--policy") -> None:
+    """Exit 2 on an unknown policy, naming the flag that gave it (with --policy and --vs both
+    on one command line, "unknown policy 'x'" did not say which)."""
     from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
 
     if name is not None and name not in POLICY_NAMES:
-        raise UsageError(unknown_policy(name))
+        raise UsageError(f"{flag}: {unknown_policy(name)}")
 
 
 def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,

@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
         check_output(args.json, [args.scenario], "result")
     policies = [x for x in (args.policies or "").split(",") if x] or [None]
     for name in policies:
-        check_policy(name)
+        check_policy(name, "--policies")
     runs: list[dict] = []
     sim = None
     if args.ladder is not None:

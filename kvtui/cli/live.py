@@ -108,7 +108,7 @@ def _check_route(args) -> None:
     from kvtui.cli.common import check_policy
     from kvtui.live.routing import route_refusal
 
-    check_policy(args.route)
+    check_policy(args.route, "--route")
     if (why := route_refusal(args.route)) is not None:
         raise UsageError(f"kvtui live: --route {args.route}: {why}")
     args.listen = args.listen or "127.0.0.1:8000"

@@ -49,12 +49,23 @@ def parse_size(text: str) -> tuple[int, int]:
     return cols, rows
 
 
+def check_svg_name(out: str) -> None:
+    """Record writes SVG only: `--out shot.png` wrote SVG text under a .png name, which image
+    viewers then refuse. Say so, and how to get a PNG, before the run."""
+    if Path(out).suffix.lower() != ".svg":
+        raise UsageError(
+            f"kvtui record: --out writes an SVG; name it FILE.svg (got {out!r}); "
+            "for a PNG, convert it: rsvg-convert FILE.svg -o FILE.png"
+        )
+
+
 def main(argv: list[str]) -> int:
     from kvtui.tui.record import render_svg
 
     args = _parser().parse_args(argv)
     size = parse_size(args.size)
     check_policy(args.policy)
+    check_svg_name(args.out)
     check_output(args.out, [args.scenario], "SVG")
     if args.steps < 0:
         raise UsageError("kvtui record: --steps must be >= 0")

@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--vs", metavar="POLICY", help="split screen, as for `kvtui SCENARIO`")
     args = p.parse_args(argv)
     check_policy(args.policy)
-    check_policy(args.vs)
+    check_policy(args.vs, "--vs")
     load(args)
     server_class = _server_class()
     server = server_class(app_command(args), host=args.host, port=args.port, title=f"kvtui {args.scenario}")

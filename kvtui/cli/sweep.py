@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     policies = [x for x in (args.policies or "").split(",") if x] or [None]
     for name in policies:
-        check_policy(name)
+        check_policy(name, "--policies")
     jsonl, csv_out = _paths(args.out)
     _check_targets(jsonl, csv_out, args.scenarios)
     backend = _backend(args)
@@ -170,11 +170,17 @@ def _cell_text(e, scale: float = 1.0) -> str:
 
 
 def summary_table(metrics: list[str], cells):
-    """Rich table: one row per cell, label columns, runs (failed), then mean ± 95 % CI."""
+    """Rich table: one row per cell, label columns, runs (failed), then mean ± 95 % CI; the
+    first failure's message on a line under it."""
     from rich import box
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title="sweep · mean ± 95 % CI over seeds · latencies in ms", box=box.SIMPLE_HEAD, header_style="bold", title_justify="left")
+    title = "sweep · mean ± 95 % CI over seeds · latencies in ms"
+    # min_width: a table of few columns (every run failed, or one --metrics) wrapped its title
+    # over three lines of 25 columns
+    t = Table(title=title, box=box.SIMPLE_HEAD, header_style="bold", title_justify="left", min_width=len(title))
     label_cols = list(dict.fromkeys(k for c in cells for k in c.label))
     for k in label_cols:
         t.add_column(k.rsplit(".", 1)[-1] if k != "router.policy" else "policy", no_wrap=True)
@@ -187,10 +193,10 @@ def summary_table(metrics: list[str], cells):
         runs = f"{c.runs}" + (f" ({c.failed} failed)" if c.failed else "")
         t.add_row(*(c.label.get(k, "") for k in label_cols), runs, *(_cell_text(c.metrics.get(m), scales[m]) for m in metrics))
     errors = [c for c in cells if c.error]
-    if errors:
-        t.caption = f"first failure: {errors[0].error.splitlines()[0]}"
-        t.caption_justify = "left"
-    return t
+    if not errors:
+        return t
+    # under the table, not its caption: a caption wraps at the table's width, a word a line
+    return Group(t, Text(f"first failure: {errors[0].error.splitlines()[0]}"))
 
 
 class _NoBar:

@@ -80,6 +80,22 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{fmt_int(n)} {word if n == 1 else (plural or word + 's')}"
 
 
+def _block_range(first: int, last: int) -> str:
+    """"block 7" for one block: "blocks 7-7" read like a typo on the Why panel."""
+    return f"block {first}" if first == last else f"blocks {first}-{last}"
+
+
+def _needed_by(ev: RequestPreempted) -> str:
+    """Whom a preemption made room for: "itself" when the request needing a block was the
+    newest and gave its own up (the log read "req-169 ... for req-169")."""
+    return "itself" if ev.needed_by == ev.request else ev.needed_by
+
+
+def _hit_phrase(hit: str) -> str:
+    """A completion's cache outcome in words: "prefix hit", "exact hit", or "a miss" (not "miss hit")."""
+    return "a miss" if hit == "miss" else f"{hit} hit"
+
+
 def _names(items: Iterable[str], limit: int = 4) -> str:
     items = list(items)
     if len(items) <= limit:
@@ -146,7 +162,7 @@ def summary(ev: Event) -> str:
         case BlocksEvicted():
             return _summary_evicted(ev)
         case RequestPreempted():
-            return f"PREEMPT {ev.node}: {ev.request} ({_plural(ev.freed_blocks, 'block')} freed) for {ev.needed_by}"
+            return f"PREEMPT {ev.node}: {ev.request} ({_plural(ev.freed_blocks, 'block')} freed) for {_needed_by(ev)}"
         case NodeDown():
             return _summary_node_down(ev)
         case NodeUp():
@@ -453,7 +469,7 @@ def _explain_stored(ev: BlocksStored) -> str:
     last = ev.first_index + len(ev.keys) - 1
     return (
         f"{ev.node} caches {_plural(len(ev.keys), 'full block')} of {ev.request} (group {ev.group}, "
-        f"blocks {ev.first_index}-{last} of its sequence) under chained hash keys. A later request "
+        f"{_block_range(ev.first_index, last)} of its sequence) under chained hash keys. A later request "
         f"whose tokens start the same way finds them and skips their prefill."
     )
 
@@ -462,9 +478,9 @@ def _explain_completed(ev: RequestCompleted) -> str:
     cached = (
         f"{fmt_int(ev.cached_tokens)} of its {fmt_int(ev.prompt_tokens)} prompt tokens came from cache ({ev.hit} hit)"
         if ev.cached_tokens
-        else f"none of its {fmt_int(ev.prompt_tokens)} prompt tokens came from cache (miss)"
+        else f"None of its {fmt_int(ev.prompt_tokens)} prompt tokens came from cache (miss)"
     )
-    pre = f" It was preempted {ev.preemptions} time(s)." if ev.preemptions else ""
+    pre = f" It was preempted {_plural(ev.preemptions, 'time')}." if ev.preemptions else ""
     decode = (
         f"TPOT {fmt_ms(ev.tpot)} per token over {fmt_int(ev.output_tokens)} tokens"
         if ev.output_tokens > 1
@@ -578,7 +594,7 @@ def life_lines(request: str, life: tuple[Event, ...]) -> list[str]:
     """The life as text lines (the app's life screen and its tests)."""
     if not life:
         return [f"{request}: nothing known (not arrived yet, or older than the journal keeps)."]
-    out = [f"{request}: {len(life)} events so far"]
+    out = [f"{request}: {_plural(len(life), 'event')} so far"]
     t0 = life[0].t
     for ev in life:
         out.append(f"{ev.t:.3f}s (+{ev.t - t0:.3f})  {_life_step(ev)}")
@@ -617,10 +633,10 @@ def _life_step(ev: Event) -> str:
         case FirstToken():
             return f"first token on {ev.node}: TTFT {ev.ttft * 1000:.1f} ms"
         case RequestPreempted():
-            return (f"preempted on {ev.node} for {ev.needed_by}: {_plural(ev.freed_blocks, 'block')} freed, "
+            return (f"preempted on {ev.node} for {_needed_by(ev)}: {_plural(ev.freed_blocks, 'block')} freed, "
                     f"{ev.tokens_done} tokens to recompute")
         case RequestCompleted():
-            return (f"completed on {ev.node}: {ev.hit} hit, {ev.cached_tokens} cached tokens, "
+            return (f"completed on {ev.node}: {_hit_phrase(ev.hit)}, {_plural(ev.cached_tokens, 'cached token')}, "
                     f"TTFT {ev.ttft * 1000:.1f} ms, E2E {ev.e2e:.2f} s")
         case RequestRejected():
             return f"rejected: {ev.reason}"

@@ -67,10 +67,11 @@ FREEZE_EVERY_S = 1.0  # while playing, hide the simulation's long-lived objects 
 
 
 def _sim_time(text: str) -> float:
-    """Seconds typed at the go-to prompt. float() takes "nan", which is no time (it went to
-    the end of the run), so it is refused like any other non-number."""
+    """Seconds typed at the go-to prompt. float() takes "nan", "inf" and "1e999", which are no
+    time (they went to the end of the run, the header saying "going to inf s"), so they are
+    refused like any other non-number."""
     t = float(text.rstrip("s"))
-    if math.isnan(t):
+    if not math.isfinite(t):
         raise ValueError(text)
     return t
 
@@ -500,9 +501,9 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         r = self.runner
         r.fold = not r.fold
         if r.fold:
-            self.notify("Single steps fold `stored` and `batch` events (still counted in the run).", title="Detail")
+            self.notify("Single steps fold the stored and batch events (still counted in the run).", title="Detail")
         else:
-            self.notify("Single steps show every event, `stored` and `batch` included.", title="Detail")
+            self.notify("Single steps show every event, the stored and batch ones included.", title="Detail")
         self._after_command()
 
     def action_goto(self) -> None:
@@ -542,7 +543,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
     def action_chapter(self, delta: int) -> None:
         story = list(getattr(self.runner.scenario, "story", ()) or ())
         if not story:
-            self.notify("This scenario has no story (a `story:` list of chapters).", title="Story")
+            self.notify("This scenario has no story: section (a list of chapters).", title="Story")
             return
         now = self.runner.now
         if delta > 0:
@@ -671,7 +672,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             return
         if not self.runner.has_store:
             self.notify(
-                "This scenario has no `metadata` section, so the control plane keeps no log to "
+                "This scenario has no metadata: section, so the control plane keeps no log to "
                 "crash and recover (try scenarios/crash-recovery.yaml).",
                 title="Control plane",
             )

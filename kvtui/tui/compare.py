@@ -79,7 +79,8 @@ _SHORT = ("hits", "pts", "TTFT p50", "p95", "rej", "evict", " · ")
 
 def _difference(labels: tuple[str, ...], left: str, a: KeyFigures, right: str, b: KeyFigures) -> str:
     hits, pts, p50, p95, rej, evicted, sep = labels
-    parts = [f"{hits} {100 * (b.token_hit_rate - a.token_hit_rate):+.0f} {pts}"]
+    gap = _shown_percent(b.token_hit_rate) - _shown_percent(a.token_hit_rate)
+    parts = [f"{hits} {gap:+d} {pts[:-1] if abs(gap) == 1 else pts}"]  # "+1 pt", not "+1 pts"
     if a.ttft_p50_ms is not None and b.ttft_p50_ms is not None:
         parts.append(f"{p50} {b.ttft_p50_ms - a.ttft_p50_ms:+.1f} ms")
     if a.ttft_p95_ms is not None and b.ttft_p95_ms is not None:
@@ -87,6 +88,12 @@ def _difference(labels: tuple[str, ...], left: str, a: KeyFigures, right: str, b
     parts.append(f"{rej} {b.rejected - a.rejected:+d}")
     parts.append(f"{evicted} {b.evicted_blocks - a.evicted_blocks:+d}")
     return f"Δ {right} vs {left}: " + sep.join(parts)
+
+
+def _shown_percent(rate: float) -> int:
+    """A rate as the side's figures line rounds it (`:.0%`): the difference of the two shown
+    numbers, so 66 % and 70 % above never read "+3 pts" below (the unrounded gap was 3.4)."""
+    return int(f"{100 * rate:.0f}")
 
 
 class Side(Vertical):
@@ -312,12 +319,11 @@ HELP_ROWS = [
     ("?", "this help"),
     ("q", "quit"),
 ]
-PANELS = """\
-Left         the scenario's policy (or --policy); right: --vs. Same seed, same arrivals.
-Each side    its key numbers, block maps, the Why of its latest event and its event log
-             (those two from 30 rows up).
-Δ line       how the right run differs from the left: token hit rate, TTFT p50 and p95,
-             rejections, evicted blocks."""
+PANELS = (
+    ("Left", "the scenario's policy (or --policy); right: --vs. Same seed, same arrivals."),
+    ("Each side", "its key numbers, block maps, the Why of its latest event and its event log (those two from 30 rows up)."),
+    ("Δ line", "how the right run differs from the left: token hit rate, TTFT p50 and p95, rejections, evicted blocks."),
+)
 
 
 def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kvtui.scenario.policies import PAIRED_POLICIES, POLICIES
 
-NO_STORE = ("This scenario has no `metadata` section: its control plane keeps no log, so it never "
+NO_STORE = ("This scenario has no metadata: section: its control plane keeps no log, so it never "
             "crashes or recovers (try scenarios/crash-recovery.yaml).")
 
 

@@ -231,3 +231,35 @@ def test_compare_enforces_the_run_time_budget_on_every_run(monkeypatch):
             compare(["scenarios/pressure.yaml", "--set", "workload.duration_s=10", *how])
         assert str(e.value).startswith("scenarios/pressure.yaml: over budget while running"), how
     assert compare(["scenarios/pressure.yaml", "--set", "workload.duration_s=10", "--force"]) == 0
+
+
+def test_record_refuses_an_out_that_is_not_svg(tmp_path):
+    """`--out shot.png` wrote SVG text into a .png file (exit 0)."""
+    out = tmp_path / "shot.png"
+    p = kvtui("record", str(ROOT / "tests" / "tui" / "scenario.yaml"), "--steps", "5", "--out", str(out))
+    assert p.returncode == 2, p.stderr
+    assert "--out writes an SVG" in p.stderr and "Traceback" not in p.stderr
+    assert not out.exists()
+
+
+def test_a_narrow_sweep_table_keeps_its_title_and_failure_on_whole_lines(tmp_path):
+    """Every run failing left a two-column table whose title and "first failure" caption
+    wrapped at its 25 columns: "sweep · mean ± 95 % CI" / "over seeds · latencies in" / "ms"."""
+    p = kvtui("sweep", str(ROOT / "tests" / "tui" / "scenario.yaml"), "--grid", "router.policy=nosuch",
+              "--workers", "1", "--out", str(tmp_path / "r.jsonl"))
+    assert p.returncode == 0, p.stderr
+    lines = [line.strip() for line in p.stdout.splitlines()]
+    assert lines[0] == "sweep · mean ± 95 % CI over seeds · latencies in ms"
+    assert any(line.startswith("first failure: --set router.policy: router.policy: 'nosuch' is not one of:") for line in lines)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (("serve", "scenarios/pressure.yaml", "--vs", "nope"), "--vs"),
+    (("serve", "scenarios/pressure.yaml", "--policy", "nope"), "--policy"),
+    (("compare", "scenarios/pressure.yaml", "--policies", "round_robin,nope"), "--policies"),
+])
+def test_an_unknown_policy_names_its_flag(argv, flag):
+    """`kvtui SCENARIO --policy a --vs b` with one of them wrong said "unknown policy 'b'",
+    not which flag gave it."""
+    p = kvtui(*argv)
+    assert p.returncode == 2 and p.stderr.startswith(f"{flag}: unknown policy 'nope'"), p.stderr

@@ -443,17 +443,36 @@ def test_click_selects_node(make):
 
 
 def test_goto_nan_is_refused_not_the_end(make):
-    """`nan` parses as a float; typed at the go-to prompt it must be refused like any other
-    non-number, not taken to the end of the run."""
+    """`nan`, `inf` and `1e999` parse as floats; typed at the go-to prompt they must be refused
+    like any other non-number, not taken to the end of the run ("going to inf s")."""
 
     async def go():
         app = make()
         async with app.run_test() as pilot:
-            app.goto("nan")
-            await pilot.pause()
-            assert app.runner.position == 0
+            for text in ("nan", "inf", "1e999", "-inf"):
+                app.goto(text)
+                await pilot.pause()
+                assert app.runner.position == 0 and app.seeking is None, text
             app.goto("1.5")
             await pilot.pause()
             assert app.runner.position > 0
 
     run(go())
+
+
+def test_toasts_show_no_markdown_backticks(make):
+    """Toasts are plain text: "fold `stored` and `batch` events" showed its backticks."""
+    import asyncio
+
+    async def go() -> list[str]:
+        app = make()
+        shown = []
+        async with app.run_test() as pilot:
+            for key in ("l", "l", "w", "c"):  # one at a time: at 80x24 a toast replaces the last
+                await pilot.press(key)
+                await pilot.pause()
+                shown.append(list(app._notifications)[-1].message)
+        return shown
+
+    messages = asyncio.run(go())
+    assert len(messages) >= 3 and not [m for m in messages if "`" in m], messages

@@ -181,7 +181,7 @@ def test_a_jump_to_what_cannot_happen_says_so_at_once(make):
             await pilot.press("w")
             await pilot.pause()
             assert app.seeking is None and app.runner.position == here
-            assert "no `metadata` section" in list(app._notifications)[-1].message
+            assert "no metadata: section" in list(app._notifications)[-1].message
             await pilot.press("f")
             assert app.runner.current.kind == "node_down"
             at = app.runner.position

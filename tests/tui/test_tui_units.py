@@ -453,3 +453,30 @@ def test_split_screen_figures_take_short_labels_when_the_long_ones_would_wrap(sc
     assert long.startswith("token hits ") and "evicted" in long
     assert short.startswith("hits ") and "evict" in short and len(short) < len(long)
     assert figures_text(figures, width=len(long)) == long
+
+
+def test_split_screen_hit_difference_is_that_of_the_shown_percentages():
+    """66 % and 70 % were shown above a difference line reading "hits +3 pts" (66.4 -> 69.8)."""
+    import dataclasses
+
+    from kvtui.tui.compare import difference_text, figures_text
+    from kvtui.views import KeyFigures
+
+    base = KeyFigures(now=1.0, arrived=10, completed=9, rejected=0, preempted=0, evicted_blocks=0,
+                      token_hit_rate=0.664, request_hit_rate=0.9, ttft_p50_ms=10.0, ttft_p95_ms=20.0)
+    right = dataclasses.replace(base, token_hit_rate=0.698)
+    assert figures_text(base).startswith("token hits 66%") and figures_text(right).startswith("token hits 70%")
+    assert "token hit rate +4 pts" in difference_text("a", base, "b", right)
+    assert "token hit rate +1 pt ·" in difference_text("a", base, "b", dataclasses.replace(base, token_hit_rate=0.67))
+
+
+def test_the_inspector_says_why_the_null_block_is_not_evictable():
+    """Block 0 read "ref count 0 ... not evictable (held) ... held by nobody"."""
+    from kvtui.tui.screens.zoom import block_text
+    from kvtui.views import BlockView
+
+    null = block_text(BlockView("node-a", 0, "gpu", "null", "null block", 0, None, 0, None, (), None, None))
+    assert "not evictable (vLLM's null block, never allocated)" in null and "(held)" not in null
+    used = block_text(BlockView("node-a", 5, "gpu", "used", "chat", 7, None, 1, None, ("req-1",), None, None))
+    assert "not evictable (held)" in used
+

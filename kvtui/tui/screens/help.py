@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -11,26 +14,36 @@ from textual.widgets import Static
 from kvtui.run.journal import HIT_WINDOW
 from kvtui.tui.widgets.block_map import BARS, GLYPH_CACHED, GLYPH_DOWN, GLYPH_FREE, GLYPH_MOVING, GLYPH_PINNED, GLYPH_USED
 
-PANELS = f"""\
-Block maps   one per node; each cell is a KV block (or, on small screens, a run of k
-             blocks: the label then says 1:k). Label: used %, cached-idle %, running /
-             waiting requests, prefix hit rate of its last {HIT_WINDOW} completed requests
-             (h; forgotten when it fails); ✖ DOWN when the node has failed.
-Decisions    one line per routing decision: request → node, and the policy's reason.
-             Move onto a line (↑↓, or click) to see every candidate with its features and
-             score, and the decision explained in words.
-Events       evictions (whose prefix, how many blocks), preemptions, rejections with the
-             reason, node failures and recoveries, control-plane crash and recovery.
-Latency      TTFT / TPOT / E2E histograms with p50 ▲50, p95 ▲95, p99 ▲99 marked; hit
-             rates, rejection rate, throughput.
-Why          the current event (the one just stepped to, or the highlighted log line)
-             explained with its numbers; it scrolls when the text is long.
-Timeline     sim time from 0 to the end: ● now, 1 2 3 story chapters, e r p the first
-             eviction / rejection / preemption, ▼ ▲ node down / up, ✸ control-plane
-             crash. Click it to go to that moment; the story's chapter is shown below.
-Inspector    z: one node block by block; arrows or the mouse move the cursor, the panel
-             shows the block's state, owner, key, parent, ref count, LRU position, tier.
-Narrow screens show one lower panel at a time: v (or a click on its name) switches."""
+PANELS: tuple[tuple[str, str], ...] = (
+    ("Block maps", "one per node; each cell is a KV block (or, on small screens, a run of k blocks: the label "
+     "then says 1:k). Label: used %, cached-idle %, running / waiting requests, prefix hit rate of its last "
+     f"{HIT_WINDOW} completed requests (h; forgotten when it fails); ✖ DOWN when the node has failed."),
+    ("Decisions", "one line per routing decision: request → node, and the policy's reason. Move onto a line "
+     "(↑↓, or click) to see every candidate with its features and score, and the decision explained in words."),
+    ("Events", "evictions (whose prefix, how many blocks), preemptions, rejections with the reason, node "
+     "failures and recoveries, control-plane crash and recovery."),
+    ("Latency", "TTFT / TPOT / E2E histograms with p50 ▲50, p95 ▲95, p99 ▲99 marked; hit rates, rejection "
+     "rate, throughput."),
+    ("Why", "the current event (the one just stepped to, or the highlighted log line) explained with its "
+     "numbers; it scrolls when the text is long."),
+    ("Timeline", "sim time from 0 to the end: ● now, 1 2 3 story chapters, e r p the first eviction / "
+     "rejection / preemption, ▼ ▲ node down / up, ✸ control-plane crash. Click it to go to that moment; "
+     "the story's chapter is shown below."),
+    ("Inspector", "z: one node block by block; arrows or the mouse move the cursor, the panel shows the "
+     "block's state, owner, key, parent, ref count, LRU position, tier."),
+    ("Narrow screens", "show one lower panel at a time: v (or a click on its name) switches."),
+)
+
+
+def two_columns(rows: Sequence[tuple[str, str]], indent: int = 0) -> Table:
+    """Names in a column of their own, text wrapping beside them: at 80 columns the text
+    lines (a key's help, a panel's description) wrapped back to the left edge, under the keys."""
+    t = Table.grid()
+    t.add_column(no_wrap=True, width=indent + max((len(k) for k, _ in rows), default=3) + 2)
+    t.add_column()
+    for name, text in rows:
+        t.add_row(" " * indent + name, text)
+    return t
 
 
 def legend_text() -> str:
@@ -59,19 +72,18 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,q", "app.pop_screen", "Close help"),
     ]
 
-    def __init__(self, rows: list[tuple[str, str]], panels: str = PANELS, title: str = "kvtui help", palette: bool = True):
+    def __init__(self, rows: list[tuple[str, str]], panels: Sequence[tuple[str, str]] = PANELS, title: str = "kvtui help",
+                 palette: bool = True):
         super().__init__()
         self.rows, self.panels, self.title_text, self.palette = rows, panels, title, palette
 
     def compose(self) -> ComposeResult:
-        width = max((len(k) for k, _ in self.rows), default=5) + 2
-        keys = "\n".join(f"  {k:<{width}}{d}" for k, d in self.rows)
         with VerticalScroll() as vs:
             vs.border_title = f"{self.title_text} (escape closes)"
             palette = " (also in the command palette, ctrl+p)" if self.palette else ""
             yield Static(f"Controls{palette}", classes="help-title", markup=False)
-            yield Static(keys, markup=False)
+            yield Static(two_columns(self.rows, indent=2))
             yield Static("Block map key", classes="help-title", markup=False)
             yield Static(legend_text(), markup=False)
             yield Static("Panels", classes="help-title", markup=False)
-            yield Static(self.panels, markup=False)
+            yield Static(two_columns(self.panels))

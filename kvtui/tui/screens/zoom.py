@@ -46,6 +46,15 @@ def _moving(n: int) -> str:
     return f" ({n} in flight)" if n else ""
 
 
+# Why a block outside the free queue cannot be evicted. Block 0 read "not evictable (held)"
+# beside "ref count 0" and "held by nobody": it is vLLM's null block, reserved, never allocated.
+NOT_EVICTABLE = {
+    "null": "vLLM's null block, never allocated",
+    "pinned": "pinned system prompt",
+    "moving": "in flight",
+}
+
+
 def block_text(b, k: int = 1) -> str:
     """The inspector's panel for one BlockView (k > 1: the cell stands for k blocks)."""
     if b is None:
@@ -56,7 +65,7 @@ def block_text(b, k: int = 1) -> str:
     lru = {
         "cached": f"{b.lru} (0 is evicted next)" if b.lru is not None else "-",
         "free": f"{b.lru} in the free queue (empty)" if b.lru is not None else "-",
-    }.get(b.state, "not evictable (held)")
+    }.get(b.state, f"not evictable ({NOT_EVICTABLE.get(b.state, 'held')})")
     lines = [
         f"block {b.index} on {b.node}{span}",
         f"state {b.state}   tier {b.tier}   ref count {b.ref}   LRU position {lru}",

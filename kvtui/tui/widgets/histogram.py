@@ -20,13 +20,15 @@ EIGHTHS = " ▁▂▃▄▅▆▇█"
 
 
 def short_ms(ms: float) -> str:
-    if ms < 1:
+    """A latency in a few characters. Each unit is chosen by the value as it will print:
+    999.6 ms showed "p99 1000ms" (and 9.996 "10.0ms") where 1,000.4 shows "1.0s"."""
+    if round(ms, 2) < 1:
         return f"{ms:.2f}ms"
-    if ms < 10:
+    if round(ms, 1) < 10:
         return f"{ms:.1f}ms"
-    if ms < 1000:
+    if round(ms) < 1000:
         return f"{ms:.0f}ms"
-    if ms < 100_000:
+    if round(ms / 1000, 1) < 100:
         return f"{ms / 1000:.1f}s"
     return f"{ms / 1000:.0f}s"
 

@@ -46,11 +46,15 @@ def _wal_text(run) -> str:
     state = " (recovering)" if run.control_plane_down else ""
     size = w.get("bytes", 0)
     size_text = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
-    rec = w.get("recoveries", 0)
     return (
-        f" · WAL {w.get('records', 0):,} records {size_text}, "
-        f"{w.get('snapshots', 0)} snapshots, {rec} recover{'y' if rec == 1 else 'ies'}{state}"
+        f" · WAL {_count(w.get('records', 0), 'record')} {size_text}, "
+        f"{_count(w.get('snapshots', 0), 'snapshot')}, {_count(w.get('recoveries', 0), 'recovery', 'recoveries')}{state}"
     )
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    """`1 snapshot`, `3 snapshots`: the line read "1 snapshots" after the first snapshot."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
 class StatsLine(Static):
