@@ -27,8 +27,8 @@ INF = float("inf")
 
 
 class SimpyEnvironment(simpy.Environment):
-    """simpy with the one call kvtui's loop adds, written as what it means: step while the next
-    event is at or before `limit`."""
+    """simpy with the two calls kvtui's loop adds, written as what they mean: step while the
+    next event is at or before `limit`; a timeout with one callback."""
 
     def run_through(self, limit: float, most: int) -> int:
         done = 0
@@ -36,6 +36,11 @@ class SimpyEnvironment(simpy.Environment):
             self.step()
             done += 1
         return done
+
+    def call_later(self, delay: float, callback) -> simpy.Timeout:
+        timer = self.timeout(delay)
+        timer.callbacks.append(callback)
+        return timer
 
 
 LOOPS = {"kvtui": (loop.Environment, loop.Interrupt), "simpy": (SimpyEnvironment, simpy.Interrupt)}

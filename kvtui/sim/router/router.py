@@ -108,8 +108,7 @@ class Router:
         if self.delay <= 0:
             self.kv_sink(ev)
             return
-        timer = self.env.timeout(self.delay)
-        timer.callbacks.append(lambda _t: self.kv_sink(ev))
+        self.env.call_later(self.delay, lambda _t: self.kv_sink(ev))
 
     def _stored(self, node: str, request: str, group: str, keys, parent: int | None, first: int, medium: str) -> None:
         """BlocksStored by the bus's direct path: straight into the index when it is the sink
@@ -135,8 +134,7 @@ class Router:
         """A request reaches the router: decide after the routing overhead."""
         self.in_routing += 1
         if self.overhead > 0:
-            t = self.env.timeout(self.overhead)
-            t.callbacks.append(lambda _ev: self._route_or_hold(req))
+            self.env.call_later(self.overhead, lambda _ev: self._route_or_hold(req))
         else:
             self._route_or_hold(req)
 
