@@ -114,7 +114,7 @@ class Router:
         """BlocksStored by the bus's direct path: straight into the index when it is the sink
         and nothing delays it, else as the event object (numbered as the bus numbered it)."""
         if self.kv_sink is self._index_sink and self.delay <= 0:
-            self.index.add(node, keys, medium)
+            self.index.add(node, keys, medium, first)
         else:
             self._on_kv_event(BlocksStored(self.bus.seq, self.env.now, node, request, group, keys, parent, first, medium))
 
