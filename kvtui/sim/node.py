@@ -291,11 +291,11 @@ class Node:
         while True:
             try:
                 if not self.up:
-                    self._up_event = env.event()
+                    self._up_event = loop.Event(env)
                     yield self._up_event
                     continue
                 if not self.running and not self.waiting:
-                    self._wake = env.event()
+                    self._wake = loop.Event(env)
                     yield self._wake
                     continue
                 plan = self._plan()
@@ -307,8 +307,8 @@ class Node:
                 self._busy = True
                 self._segment = (start, durations)
                 if len(durations) > 1:
-                    self._wake = env.event()
-                    yield env.timeout(total) | self._wake
+                    self._wake = loop.Event(env)
+                    yield loop.Timeout(env, total) | self._wake
                     done = len(durations)
                     elapsed = env.now - start
                     if elapsed < total - _EPS:
@@ -322,9 +322,9 @@ class Node:
                             end += durations[done]
                             done += 1
                         if end - elapsed > _EPS:
-                            yield env.timeout(end - elapsed)
+                            yield loop.Timeout(env, end - elapsed)
                 else:
-                    yield env.timeout(total)
+                    yield loop.Timeout(env, total)
                     done = 1
                 self._busy = False
                 self._commit(plan, done, env.now - start)

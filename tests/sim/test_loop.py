@@ -205,6 +205,9 @@ def test_random_programs_match_simpy(chunk):
 def digest(path: str, make_env, interrupt_type, drive: str, monkeypatch) -> tuple[str, int, float]:
     monkeypatch.setattr(loop, "Environment", make_env)
     monkeypatch.setattr(loop, "Interrupt", interrupt_type)
+    if make_env is SimpyEnvironment:  # the engine's hot paths make their events by class
+        for name in ("Event", "Timeout", "Process"):
+            monkeypatch.setattr(loop, name, getattr(simpy, name))
     sim = Simulation(load_scenario(ROOT / path))
     h = hashlib.sha256()
     n = 0
