@@ -33,6 +33,7 @@ MODULES = (
     "kvtui.sim.engine",
     "kvtui.sim.kv_manager",
     "kvtui.sim.latency",
+    "kvtui.sim.loop",
     "kvtui.sim.metrics",
     "kvtui.sim.node",
     "kvtui.sim.request",

@@ -136,8 +136,7 @@ class ControlPlane:
         self.bus.emit(ControlPlaneCrashed, records=records, digest=digest_before)
         report = self.store.recover()
         downtime = RECOVERY_BASE_S + RECOVERY_S_PER_RECORD * report.records_replayed
-        timer = self.env.timeout(downtime)
-        timer.callbacks.append(lambda _ev: self._recovered(digest_before, report, downtime))
+        self.env.call_later(downtime, lambda _ev: self._recovered(digest_before, report, downtime))
 
     def _recovered(self, digest_before: str, report, downtime: float) -> None:
         """Replay is done: rebuild the router's view, catch up on held KV events, route."""

@@ -150,7 +150,7 @@ class Simulation:
     # ------------------------------------------------------------------ the request path
     def submit(self, req: Request) -> loop.Event:
         """Called by the workload: a request arrives at the router."""
-        req.done = self.env.event()
+        req.done = loop.Event(self.env)
         req.arrival = self.env.now
         self.bus.emit(
             RequestArrived,

@@ -150,8 +150,7 @@ class Handoffs:
         self.bus.emit(KVTransferStarted, request=h.req.id, prefill_node=h.src.name, decode_node=h.dst.name,
                       blocks=h.blocks, hit_blocks=ready, bytes=h.nbytes, link=link.spec.kind,
                       queued_s=queued, seconds=seconds)
-        timer = self.env.timeout(max(queued + seconds, load_s))
-        timer.callbacks.append(partial(self._arrived, h, ready))
+        self.env.call_later(max(queued + seconds, load_s), partial(self._arrived, h, ready))
         return True
 
     def _arrived(self, h: _Handoff, ready: int, _timer: object = None) -> None:

@@ -36,14 +36,17 @@ EmitStored = Callable[[str, str, tuple[int, ...], "int | None", int, str], None]
 EmitEvicted = Callable[[tuple[int, ...], tuple[str, ...], str, str], None]
 
 
-@dataclass(slots=True)
 class Hit:
-    """What a request finds already computed at admission."""
+    """What a request finds already computed at admission. A plain class, not a dataclass: a
+    compiled dataclass keeps an interpreted `__init__`, and every admission makes one."""
 
-    gpu: list[int]  # GPU blocks it reuses (after the last-token cap)
-    matched: int  # leading blocks found in GPU memory (before the cap)
-    loaded: int  # blocks after those, loaded from the CPU tier (after the cap)
-    tokens: int  # tokens it need not prefill: (len(gpu) + loaded) * block_size
+    __slots__ = ("gpu", "matched", "loaded", "tokens")
+
+    def __init__(self, gpu: list[int], matched: int, loaded: int, tokens: int) -> None:
+        self.gpu = gpu  # GPU blocks it reuses (after the last-token cap)
+        self.matched = matched  # leading blocks found in GPU memory (before the cap)
+        self.loaded = loaded  # blocks after those, loaded from the CPU tier (after the cap)
+        self.tokens = tokens  # tokens it need not prefill: (len(gpu) + loaded) * block_size
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ processes the same events in the same order and every digest stays as it was:
   they were added; an event whose waiters have gone (a timeout that lost an `a | b`) is still
   popped and still moves `now`, as in simpy (a run's end time depends on it).
 - `run(until=t)` puts an URGENT stop at t and processes events up to it (the stop then stays
-  queued, first at t, as simpy leaves it); `peek()` is the time
+  queued, first at t, as simpy leaves it); `run()` processes events until none is left;
+  `peek()` is the time
   of the next event or infinity; `step()` processes one event; `run_through(t, n)` is `step()`
   while `peek() <= t`, at most n times.
 
@@ -50,6 +51,9 @@ PENDING: Any = object()
 """The value of an event not triggered yet."""
 
 Callback = Callable[["Event"], None]
+Time = int | float
+"""The clock's type: int until a float delay moves it, as in simpy (events print `t=0`). Never
+`float` alone, which a compiled reader would turn into 0.0."""
 
 
 class EmptySchedule(Exception):
@@ -72,7 +76,7 @@ class Event:
 
     def __init__(self, env: Environment):
         self.env = env
-        self.callbacks: list[Callback] = []  # None once processed (typed as simpy types it)
+        self.callbacks: list[Callback] | None = []  # None once processed
         self._value: Any = PENDING
         self._ok = True
 
@@ -111,7 +115,7 @@ class Timeout(Event):
 
     __slots__ = ()
 
-    def __init__(self, env: Environment, delay: float, value: Any = None):
+    def __init__(self, env: Environment, delay: Time, value: Any = None):
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
         self.env = env
@@ -213,8 +217,8 @@ class Environment:
     """The clock and the queue of scheduled events."""
 
     def __init__(self) -> None:
-        self.now: int | float = 0  # int until a float delay moves it, as in simpy (events print `t=0`); not `float`, which a compiled reader would make 0.0
-        self._queue: list[tuple[float, int, int, Event]] = []
+        self.now: Time = 0
+        self._queue: list[tuple[Time, int, int, Event]] = []
         self._ids = count()
         self.active_process: Process | None = None
         # The three ways events are made, bound here: a call per event saved (simpy's BoundClass)
@@ -222,10 +226,17 @@ class Environment:
         self.timeout: Callable[..., Timeout] = partial(Timeout, self)
         self.process: Callable[[Generator[Event, Any, Any]], Process] = partial(Process, self)
 
-    def schedule(self, event: Event, priority: int = NORMAL, delay: float = 0) -> None:
+    def schedule(self, event: Event, priority: int = NORMAL, delay: Time = 0) -> None:
         heappush(self._queue, (self.now + delay, priority, next(self._ids), event))
 
-    def peek(self) -> float:
+    def call_later(self, delay: Time, callback: Callback) -> Timeout:
+        """A timeout `delay` from now whose one callback is `callback`: what a component that
+        is not a process waits on."""
+        timer = Timeout(self, delay)
+        timer.callbacks = [callback]
+        return timer
+
+    def peek(self) -> Time:
         queue = self._queue
         return queue[0][0] if queue else INFINITY
 
@@ -242,19 +253,24 @@ class Environment:
         done = 0
         while done < most and queue and queue[0][0] <= limit:
             self.now, _, _, event = heappop(queue)
-            callbacks = event.callbacks
-            event.callbacks = None  # type: ignore[assignment]
+            callbacks: list[Callback] = event.callbacks  # type: ignore[assignment]  # queued: not processed yet
+            event.callbacks = None
             for callback in callbacks:
                 callback(event)
             done += 1
         return done
 
-    def run(self, until: float) -> None:
+    def run(self, until: Time | None = None) -> None:
         """Process every event before `until` (and those at `until` scheduled URGENT before the
         stop), then move the clock to the stop. The stop is scheduled, as in simpy, at
         now + (until - now), which in floating point is not always `until` itself; and, as in
         simpy, once reached it is queued again ahead of everything at that time (priority -1,
-        no callbacks), so `peek()` is then `until` and the next `step()` only pops it."""
+        no callbacks), so `peek()` is then `until` and the next `step()` only pops it. Without
+        `until`, every event until none is left (the tests that drive a workload alone)."""
+        if until is None:
+            while self._queue:
+                self.step()
+            return
         if until <= self.now:
             raise ValueError(f"until ({until}) must be greater than the current time ({self.now})")
         stop = Event(self)

@@ -32,7 +32,6 @@ cached-but-idle blocks before anything is refused.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.sim import loop
@@ -59,14 +58,18 @@ if TYPE_CHECKING:
 _EPS = 1e-12
 
 
-@dataclass(slots=True)
 class _Plan:
-    """What one segment runs: prefill chunks (only when k == 1) and decoding requests."""
+    """What one segment runs: prefill chunks (only when k == 1) and decoding requests. A plain
+    class, not a dataclass: a compiled dataclass keeps an interpreted `__init__`, and a node
+    makes a plan every iteration."""
 
-    prefill: list[tuple[Request, int]] = field(default_factory=list)
-    decode: list[Request] = field(default_factory=list)
-    durations: list[float] = field(default_factory=list)
-    load_s: float = 0.0  # CPU-tier loads of the requests admitted in this iteration
+    __slots__ = ("prefill", "decode", "durations", "load_s")
+
+    def __init__(self) -> None:
+        self.prefill: list[tuple[Request, int]] = []
+        self.decode: list[Request] = []
+        self.durations: list[float] = []
+        self.load_s = 0.0  # CPU-tier loads of the requests admitted in this iteration
 
 
 class Node:
@@ -288,11 +291,11 @@ class Node:
         while True:
             try:
                 if not self.up:
-                    self._up_event = env.event()
+                    self._up_event = loop.Event(env)
                     yield self._up_event
                     continue
                 if not self.running and not self.waiting:
-                    self._wake = env.event()
+                    self._wake = loop.Event(env)
                     yield self._wake
                     continue
                 plan = self._plan()
@@ -304,8 +307,8 @@ class Node:
                 self._busy = True
                 self._segment = (start, durations)
                 if len(durations) > 1:
-                    self._wake = env.event()
-                    yield env.timeout(total) | self._wake
+                    self._wake = loop.Event(env)
+                    yield loop.Timeout(env, total) | self._wake
                     done = len(durations)
                     elapsed = env.now - start
                     if elapsed < total - _EPS:
@@ -319,9 +322,9 @@ class Node:
                             end += durations[done]
                             done += 1
                         if end - elapsed > _EPS:
-                            yield env.timeout(end - elapsed)
+                            yield loop.Timeout(env, end - elapsed)
                 else:
-                    yield env.timeout(total)
+                    yield loop.Timeout(env, total)
                     done = 1
                 self._busy = False
                 self._commit(plan, done, env.now - start)

@@ -11,7 +11,7 @@ from kvtui.sim import loop
 DECODE_AT_PREFILL_END = "(decode node picked when the prefill ends)"
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Request:
     """One LLM call.
 
@@ -47,6 +47,26 @@ class Request:
     preemptions: int = 0
     done: loop.Event | None = None  # the loop event the workload waits on; the engine succeeds it
     decode_node: str | None = None  # disaggregated: where it decodes, when another node prefills it (DECODE_AT_PREFILL_END: not chosen yet)
+
+    def __init__(
+        self, id: str, session: str, group: str, turn: int, prompt_tokens: int, output_tokens: int,
+        block_keys: tuple[int, ...], arrival: float = 0.0, slo_ttft_s: float | None = None,
+        slo_tpot_s: float | None = None, sheddable: bool = False, node: str | None = None, target: int = 0,
+        computed: int = 0, generated: int = 0, blocks: list[int] | None = None, cached_tokens: int = 0,
+        loaded_tokens: int = 0, hit_blocks: int = 0, first_token_at: float | None = None,
+        finished_at: float | None = None, preemptions: int = 0, done: loop.Event | None = None,
+        decode_node: str | None = None,
+    ) -> None:
+        """Written out, not generated: under mypyc a dataclass's generated `__init__` stays an
+        interpreted function (see NodeState), and the workload makes one Request per request."""
+        self.id, self.session, self.group, self.turn = id, session, group, turn
+        self.prompt_tokens, self.output_tokens, self.block_keys, self.arrival = prompt_tokens, output_tokens, block_keys, arrival
+        self.slo_ttft_s, self.slo_tpot_s, self.sheddable = slo_ttft_s, slo_tpot_s, sheddable
+        self.node, self.target, self.computed, self.generated = node, target, computed, generated
+        self.blocks = [] if blocks is None else blocks
+        self.cached_tokens, self.loaded_tokens, self.hit_blocks = cached_tokens, loaded_tokens, hit_blocks
+        self.first_token_at, self.finished_at, self.preemptions = first_token_at, finished_at, preemptions
+        self.done, self.decode_node = done, decode_node
 
     def restart(self) -> None:
         """Back to the very start: its node failed and the request is sent again elsewhere."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import simpy
+from kvtui.sim import loop
 
 from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
@@ -43,10 +43,10 @@ def replay(
     copies=1,
     skip_invalid=False,
 ) -> tuple[TraceWorkload, list[Request]]:
-    env = simpy.Environment()
+    env = loop.Environment()
     got: list[Request] = []
 
-    def submit(req: Request) -> simpy.Event:
+    def submit(req: Request) -> loop.Event:
         assert req.arrival == env.now
         got.append(req)
         if reject(req):

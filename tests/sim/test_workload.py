@@ -1,4 +1,4 @@
-"""The synthetic workload and its distributions, driven by simpy with a fake cluster.
+"""The synthetic workload and its distributions, driven by the engine's event loop with a fake cluster.
 
 The fake `submit` completes every request after a fixed delay (or rejects it), so these tests
 see only what the workload does: which requests, when, with which keys.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import simpy
+from kvtui.sim import loop
 
 from kvtui.scenario.model import Arrival, Dist, PrefixGroup, RatePoint, Workload, fixed
 from kvtui.sim.distributions import sample, sample_int
@@ -22,7 +22,7 @@ BS = 16
 class FakeCluster:
     """Completes each request `delay` seconds after it arrives; can reject chosen ones."""
 
-    def __init__(self, env: simpy.Environment, delay: float = 1.0, reject=lambda req: False):
+    def __init__(self, env: loop.Environment, delay: float = 1.0, reject=lambda req: False):
         self.env = env
         self.delay = delay
         self.reject = reject
@@ -30,7 +30,7 @@ class FakeCluster:
         self.in_flight = 0
         self.peak_in_flight = 0
 
-    def submit(self, req: Request) -> simpy.Event:
+    def submit(self, req: Request) -> loop.Event:
         assert req.arrival == self.env.now
         self.requests.append(req)
         if self.reject(req):
@@ -48,7 +48,7 @@ class FakeCluster:
 
 
 def run(spec: Workload, seed: int = 0, until: float | None = None, **cluster) -> tuple[SyntheticWorkload, FakeCluster]:
-    env = simpy.Environment()
+    env = loop.Environment()
     fake = FakeCluster(env, **cluster)
     wl = SyntheticWorkload(spec, BS, np.random.default_rng(seed))
     wl.start(env, fake.submit)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import simpy
+from kvtui.sim import loop
 
 from kvtui.scenario import load_scenario
 from kvtui.scenario.model import SLO, Arrival, PrefixGroup, SharedPrefix, Trace, Workload
@@ -25,11 +25,11 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 class Cluster:
     """Completes every request `delay` s after it arrives, or rejects the ones `reject` picks."""
 
-    def __init__(self, env: simpy.Environment, delay: float = 0.5, reject=lambda req: False):
+    def __init__(self, env: loop.Environment, delay: float = 0.5, reject=lambda req: False):
         self.env, self.delay, self.reject = env, delay, reject
         self.requests: list[Request] = []
 
-    def submit(self, req: Request) -> simpy.Event:
+    def submit(self, req: Request) -> loop.Event:
         assert req.arrival == self.env.now
         self.requests.append(req)
         if self.reject(req):
@@ -40,7 +40,7 @@ class Cluster:
 
 
 def run(sp: SharedPrefix, seed: int = 0, requests: int = 60, rate: float = 20.0, **cluster):
-    env = simpy.Environment()
+    env = loop.Environment()
     fake = Cluster(env, **cluster)
     spec = Workload(arrival=Arrival(rate=rate), requests=requests, shared_prefix=sp)
     wl = SharedPrefixWorkload(spec, BS, np.random.default_rng(seed))
@@ -185,7 +185,7 @@ def test_slo_reaches_the_request_shared_prefix():
 
 
 def test_slo_reaches_the_request_synthetic_groups():
-    env = simpy.Environment()
+    env = loop.Environment()
     fake = Cluster(env)
     groups = (
         PrefixGroup(name="gold", slo=SLO(ttft_ms=500)),
@@ -206,7 +206,7 @@ def test_slo_reaches_the_request_trace():
 
     trace = Trace(format="mooncake", path=str(SCENARIOS / "traces" / "mooncake-conversation-400.jsonl"), limit=3,
                   slo=SLO(tpot_ms=40), sheddable=True)
-    env = simpy.Environment()
+    env = loop.Environment()
     fake = Cluster(env)
     TraceWorkload(trace, Arrival(), BS, np.random.default_rng(0)).start(env, fake.submit)
     env.run()

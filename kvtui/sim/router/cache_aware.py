@@ -23,7 +23,7 @@ from typing import Sequence
 from kvtui.scenario.model import Router as RouterConfig
 from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
-from kvtui.sim.router.state import Decision, NodeState, candidates, least_loaded, pick_best, pick_by_keys, tie_note, tie_text
+from kvtui.sim.router.state import Decision, NodeState, candidates, pick_best, pick_by_keys, tie_note, tie_text
 
 
 class CacheAware(Policy):
@@ -46,10 +46,10 @@ class CacheAware(Policy):
                     f"session affinity: {req.session} lives on {s.name} (prefix {s.prefix}/{total} blocks)",
                     candidates(states, scores),
                 )
+        if not any(s.prefix for s in ok):
+            return self._fill(req, ok, states, ctx, total)
         keys = [(s.prefix, -s.running - s.waiting, s.free_blocks) for s in ok]
         best, margin, tied = pick_by_keys(ok, keys, ctx.rng)
-        if best.prefix == 0:
-            return self._fill(req, ok, states, ctx, total)
         cands = candidates(states, scores)
         if total and best.prefix >= total:
             return Decision(best.name, f"exact hit {best.prefix}/{total} blocks on {best.name}{tie_note(tied)}", cands, margin, tie_text(tied))
@@ -59,6 +59,14 @@ class CacheAware(Policy):
         )
 
     def _fill(self, req: Request, ok: list[NodeState], states: Sequence[NodeState], ctx: Context, total: int) -> Decision:
+        """A miss everywhere. The seed picked by (prefix, load) first and only then saw the miss:
+        that pick is not built (a key per node, the part of routing that grows with the
+        cluster), but its tie draw is made, so the RNG stream stays the seed's. With every
+        prefix 0 it tied exactly as least_loaded's keys tie."""
+        loads = [(-s.running - s.waiting, s.free_blocks) for s in ok]  # least_loaded's keys, without its property call
+        tied = loads.count(max(loads))
+        if tied > 1:
+            ctx.rng.integers(tied)  # the seed's draw for the (prefix, load) pick
         if self.fill == "best_fit":
             need = -(-(req.prompt_tokens + req.output_tokens - 1) // ctx.block_size)
             fits = [s for s in ok if s.free_blocks >= need]
@@ -73,7 +81,7 @@ class CacheAware(Policy):
                     margin,
                     tie_text(tied),
                 )
-        pick, margin, tied = least_loaded(ok, ctx.rng)
+        pick, margin, tied = pick_by_keys(ok, loads, ctx.rng)
         scores = lambda: {s.name: -float(s.active) for s in ok}  # noqa: E731
         return Decision(
             pick.name,

@@ -74,12 +74,13 @@ class KVIndex:
             mask: max((w[m] for m in MEDIA if mask & _BIT[m]), default=0.0) for mask in range(1, 1 << len(MEDIA))
         }
         self._held: dict[str, tuple[set[int], ...]] = {}  # node -> one key set per medium (MEDIA order)
+        self._firsts: set[int] = set()  # see `add`
 
     # ------------------------------------------------------------------ feeding
     def on_event(self, ev: Event) -> None:
         match ev:
             case BlocksStored():
-                self.add(ev.node, ev.keys, ev.medium)
+                self.add(ev.node, ev.keys, ev.medium, ev.first_index)
             case BlocksEvicted():
                 self.remove(ev.node, ev.keys, ev.medium)
             case NodeCacheCleared():
@@ -94,6 +95,7 @@ class KVIndex:
     def reset(self, where: dict[int, Iterable[str]]) -> None:
         """Replace the whole index (after the control plane recovered it from its log)."""
         self._held = {}
+        self._firsts = set(where)
         if self._pods is not None:
             self._pods = PodsPerKey(self._pods.cap)
             for k, nodes in where.items():
@@ -104,9 +106,18 @@ class KVIndex:
             for n in nodes:
                 self._sets(n)[0].add(k)
 
-    def add(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
-        if self._pods is not None:
-            keys = tuple(keys)
+    def add(self, node: str, keys: Sequence[int], medium: str = "gpu", first: int = -1) -> None:
+        """`keys` stored on `node`, the first of them at block position `first` (-1: unknown).
+
+        Every key stored at position 0, or at no known one, also goes into `_firsts`, which is
+        never pruned: a key a prompt starts with that is not there is held by no node, and
+        `_longest_prefix` answers so with one lookup instead of one per node (at 64 nodes that
+        walk was most of the index's cost per request, for prompts nobody holds). It grows by
+        one entry per distinct first block stored (a small part of what a run keeps per request)."""
+        if first == 0:
+            self._firsts.add(keys[0])
+        elif first < 0:
+            self._firsts.update(keys)
         self._sets(node)[_SLOT[medium]].update(keys)
         if self._pods is not None:
             for (other, slot), k in self._pods.stored(node, _SLOT[medium], keys):
@@ -137,8 +148,8 @@ class KVIndex:
         """Per node, the keys it holds from the first on (keys are chained, so nothing after a
         miss can be reused by its prefix cache), weighted per block by its best tier."""
         out: dict[str, Match] = {}
-        if not keys:
-            return out
+        if not keys or keys[0] not in self._firsts:
+            return out  # no node was ever told of the prompt's first block
         first = keys[0]
         for node, sets in self._held.items():
             if first not in sets[0] and first not in sets[1]:

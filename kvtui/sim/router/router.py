@@ -108,14 +108,13 @@ class Router:
         if self.delay <= 0:
             self.kv_sink(ev)
             return
-        timer = self.env.timeout(self.delay)
-        timer.callbacks.append(lambda _t: self.kv_sink(ev))
+        self.env.call_later(self.delay, lambda _t: self.kv_sink(ev))
 
     def _stored(self, node: str, request: str, group: str, keys, parent: int | None, first: int, medium: str) -> None:
         """BlocksStored by the bus's direct path: straight into the index when it is the sink
         and nothing delays it, else as the event object (numbered as the bus numbered it)."""
         if self.kv_sink is self._index_sink and self.delay <= 0:
-            self.index.add(node, keys, medium)
+            self.index.add(node, keys, medium, first)
         else:
             self._on_kv_event(BlocksStored(self.bus.seq, self.env.now, node, request, group, keys, parent, first, medium))
 
@@ -135,8 +134,7 @@ class Router:
         """A request reaches the router: decide after the routing overhead."""
         self.in_routing += 1
         if self.overhead > 0:
-            t = self.env.timeout(self.overhead)
-            t.callbacks.append(lambda _ev: self._route_or_hold(req))
+            self.env.call_later(self.overhead, lambda _ev: self._route_or_hold(req))
         else:
             self._route_or_hold(req)
 

@@ -47,7 +47,7 @@ def start_arrivals(
         env.process(_open_loop(env, arrival, rng, may_start, start))
 
 
-def _open_loop(env, arrival: Arrival, rng, may_start, start):
+def _open_loop(env: loop.Environment, arrival: Arrival, rng, may_start, start):
     """Sessions begin at random gaps, whatever the cluster is doing.
 
     The first session begins one gap after t=0, like any renewal process. When the scheduled
@@ -66,7 +66,7 @@ def _open_loop(env, arrival: Arrival, rng, may_start, start):
         if change is not None and env.now + gap > change:
             yield env.timeout(change - env.now)
             continue
-        yield env.timeout(gap)
+        yield loop.Timeout(env, gap)
         if not may_start():
             return
         start()

@@ -47,11 +47,25 @@ def _splitmix(x: int) -> int:
     return x ^ (x >> 31)
 
 
+def _u64(x: int) -> np.ndarray:
+    """A constant operand, made once: numpy takes a 0-d array faster than a numpy scalar (a call
+    on a request's blocks costs about as much as its operand's conversion), and chain_keys
+    runs for every request."""
+    return np.array(x, dtype=np.uint64)
+
+
+_U_GOLDEN, _U_MUL1, _U_MUL2 = _u64(GOLDEN), _u64(_MUL1), _u64(_MUL2)
+_U27, _U29, _U30, _U31 = _u64(27), _u64(29), _u64(30), _u64(31)
+
+
 def mix64(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser over a uint64 array (no increment): distinct inputs stay distinct."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(_MUL1)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(_MUL2)
-    return x ^ (x >> np.uint64(31))
+    x = x ^ (x >> _U30)  # a new array: the rest works on it in place
+    x *= _U_MUL1
+    x ^= x >> _U27
+    x *= _U_MUL2
+    x ^= x >> _U31
+    return x
 
 
 def _position_weights(n: int) -> np.ndarray:
@@ -63,6 +77,7 @@ _WEIGHTS: dict[int, np.ndarray] = {}
 _ROOT_KEY = _splitmix(int.from_bytes(hashlib.blake2b(_ROOT, digest_size=8).digest(), "little"))
 
 
+_U_ROOT_KEY = _u64(_ROOT_KEY)
 _CHAIN = GOLDEN  # the chain's multiplier: odd, so invertible modulo 2**64
 _CHAIN_INV = pow(_CHAIN, -1, 1 << 64)
 _POWERS: list[np.ndarray] = []  # [B**i, B**-i] for i = 0 .. n, grown on demand
@@ -98,13 +113,17 @@ def chain_keys(tokens: np.ndarray, block_size: int, parent: int | None = None) -
     weights = _WEIGHTS.get(block_size)
     if weights is None:
         weights = _WEIGHTS[block_size] = _position_weights(block_size)
-    x = data[: full * block_size].astype(np.uint64).reshape(full, block_size)
-    x = (x + np.uint64(GOLDEN)) * np.uint64(_MUL1)
-    x ^= x >> np.uint64(29)
-    content = mix64((x * weights).sum(axis=1, dtype=np.uint64))
+    x = data[: full * block_size].astype(np.uint64).reshape(full, block_size)  # a copy: worked on in place
+    x += _U_GOLDEN
+    x *= _U_MUL1
+    x ^= x >> _U29
+    content = mix64(x @ weights)  # integer matmul: the weighted sums, wrapping modulo 2**64
     up, down = _powers(full)
-    start = np.array([_ROOT_KEY if parent is None else parent], dtype=np.uint64)
-    return (up[1 : full + 1] * (start + np.cumsum(content * down[1 : full + 1], dtype=np.uint64))).tolist()
+    content *= down[1 : full + 1]
+    keys = np.add.accumulate(content, dtype=np.uint64)  # the ufunc: np.cumsum is a Python wrapper
+    keys += _U_ROOT_KEY if parent is None else _u64(parent)
+    keys *= up[1 : full + 1]
+    return keys.tolist()
 
 
 def chain_opaque(ids: list[int], parent: int | None = None, salt: bytes = b"") -> list[int]:
