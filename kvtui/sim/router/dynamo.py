@@ -49,7 +49,7 @@ temperature `p` (the softmax probability).
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, deque
 from typing import Sequence
 
 from kvtui.events import Event, FirstToken, NodeDown, RequestCompleted, RequestRejected
@@ -109,15 +109,27 @@ class ActiveSequences:
             self.active_tokens -= t
 
     def free(self, request: str) -> None:
+        """Count the request's blocks down, dropping those no other active request holds.
+
+        Why in two parts: a prompt's keys are chained, so those another active request shares
+        are a leading run and the rest (most of a Mooncake prompt) are held by this request
+        alone; those leave the map by a C-level `pop` each, not a Python-level pass a block.
+        The split is checked on the counts themselves (every key after the run counted once),
+        so any other shape takes the per-key pass and the counts stay exact."""
         self.mark_prefill_completed(request)
         keys = self.blocks.pop(request, None)
         if keys is None:
             return
         refs = self.refs
+        counts = list(map(refs.__getitem__, keys))
+        shared = counts.index(1) if 1 in counts else len(counts)
+        if counts.count(1) == len(counts) - shared:
+            deque(map(refs.pop, keys[shared:]), maxlen=0)  # dict.pop: Counter's own `del` is a Python-level method
+            keys = keys[:shared]
         for k in keys:
             n = refs[k] - 1
             if n <= 0:
-                refs.pop(k)  # dict.pop: Counter's own `del` is a Python-level method
+                refs.pop(k)
             else:
                 refs[k] = n
 
