@@ -57,6 +57,16 @@ class OutOfBlocks(Exception):
 NULL_BLOCK = 0  # vLLM's null block: never in the free queue, never allocated
 _END = -1  # no block: the end of a linked list
 _OUT = -2  # a link never set (a block not linked since the start or a reset)
+_IDS: list[int] = []  # the int object of each block id, shared by every pool (grown on demand)
+
+
+def _ids(n: int) -> list[int]:
+    """Block ids 0..n-1 as one shared list of int objects, so a block id handed out is always
+    the same object: no int is created per allocated block, nor freed per evicted one (the
+    pool's key map holds block ids, and freeing the last one touched a cold object)."""
+    if len(_IDS) < n:
+        _IDS.extend(range(len(_IDS), n))
+    return _IDS
 
 
 class FreeQueue:
@@ -73,7 +83,7 @@ class FreeQueue:
     cluster's memory).
     """
 
-    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked")
+    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked", "_ids")
 
     def __init__(self, num_blocks: int):
         self.num_blocks = num_blocks
@@ -83,6 +93,7 @@ class FreeQueue:
         self._prev = array("i", [_OUT]) * num_blocks
         self._ends = [_END, _END, _END, _END]  # front head, front tail, back head, back tail
         self._linked = 0  # blocks in the two lists
+        self._ids = _ids(num_blocks)
 
     def __len__(self) -> int:
         return self.size
@@ -110,7 +121,7 @@ class FreeQueue:
         front = self._pop_list(0, n)
         n -= len(front)
         take = min(n, self.num_blocks - self.fresh)
-        fresh = list(range(self.fresh, self.fresh + take))
+        fresh = self._ids[self.fresh : self.fresh + take]
         self.fresh += take
         self.size -= take
         back = self._pop_list(2, n - take)
@@ -123,21 +134,21 @@ class FreeQueue:
         if self.fresh < self.num_blocks:
             self.fresh += 1
             self.size -= 1
-            return self.fresh - 1, False
+            return self._ids[self.fresh - 1], False
         return self._pop_list(2, 1)[0], True
 
     def _pop_list(self, part: int, n: int) -> list[int]:
         """Up to `n` blocks off the head of one list (`part` 0: front, 2: back). A popped
         block's links are left as they were: nothing reads them until `_splice` relinks it
         (membership is walked, see `__contains__`), so a pop is one read a block."""
-        ends, nxt = self._ends, self._next
+        ends, nxt, ids = self._ends, self._next, self._ids
         out: list[int] = []
         append = out.append
         b = ends[part]
         for _ in range(n):
             if b == _END:
                 break
-            append(b)
+            append(ids[b])
             b = nxt[b]
         ends[part] = b
         if b == _END:
