@@ -50,7 +50,7 @@ Mooncake trace).
 from __future__ import annotations
 
 from array import array
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 
 class OutOfBlocks(Exception):
@@ -60,13 +60,15 @@ class OutOfBlocks(Exception):
 NULL_BLOCK = 0  # vLLM's null block: never in the free queue, never allocated
 _END = -1  # no block: the end of a linked list
 _OUT = -2  # a link never set (a block not linked since the start or a reset)
-_IDS: list[int] = []  # the int object of each block id, shared by every pool (grown on demand)
+_IDS: list[Any] = []  # the int object of each block id, shared by every pool (grown on demand)
 
 
-def _ids(n: int) -> list[int]:
+def _ids(n: int) -> list[Any]:
     """Block ids 0..n-1 as one shared list of int objects, so a block id handed out is always
     the same object: no int is created per allocated block, nor freed per evicted one (the
-    pool's key map holds block ids, and freeing the last one touched a cold object)."""
+    pool's key map holds block ids, and freeing the last one touched a cold object). Typed
+    Any, not int: compiled, an int read from a list[int] is unboxed and boxed again as a new
+    object, which is what this list is for avoiding."""
     if len(_IDS) < n:
         _IDS.extend(range(len(_IDS), n))
     return _IDS
@@ -145,7 +147,7 @@ class FreeQueue:
         block's links are left as they were: nothing reads them until `_splice` relinks it
         (membership is walked, see `__contains__`), so a pop is one read a block."""
         ends, nxt, ids = self._ends, self._next, self._ids
-        out: list[int] = []
+        out: list[Any] = []  # the shared id objects themselves (see `_ids`)
         append = out.append
         b = ends[part]
         for _ in range(n):
