@@ -49,7 +49,6 @@ temperature `p` (the softmax probability).
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import Sequence
 
 from kvtui.events import Event, FirstToken, NodeDown, RequestCompleted, RequestRejected
@@ -62,46 +61,64 @@ from kvtui.sim.router.state import Decision, NodeState, candidates, pick_by_keys
 class ActiveSequences:
     """One worker's active requests as Dynamo's router tracks them (ai-dynamo/dynamo 1.6.1
     `ActiveSequences` in lib/kv-router/src/sequences/single.rs, formerly kv_router/sequence.rs;
-    `potential_blocks_and_tokens` is `PromptRegistry`'s, module sequences::prompt_registry)."""
+    `potential_blocks_and_tokens` is `PromptRegistry`'s, module sequences::prompt_registry).
 
-    __slots__ = ("blocks", "refs", "prefill", "active_tokens")
+    Dynamo counts each distinct prompt-block hash of the active requests once (`unique_blocks`)
+    and keeps a count per hash. The hashes are chained (a block's key fixes every key before
+    it), so two prompts share exactly a common prefix, and the active prompts form a tree.
+    Kept as that tree of runs (`_Run`): adding, freeing and counting a prompt's blocks walk its
+    few runs, not its blocks (a Mooncake prompt is ~750 blocks, asked once per worker per
+    decision, and a per-key count was ~10 % of the trace's run, in hash-table work on cold
+    memory). The distinct blocks are the runs' lengths summed; `held` lists them with Dynamo's
+    counts, for checks."""
+
+    __slots__ = ("blocks", "prefill", "active_tokens", "_first", "_distinct")
 
     def __init__(self) -> None:
         self.blocks: dict[str, tuple[int, ...]] = {}  # request -> its prompt block keys
-        self.refs: Counter[int] = Counter()  # block key -> active requests holding it
         self.prefill: dict[str, int] = {}  # request -> prefill tokens not yet done
         self.active_tokens = 0
+        self._first: dict[int, _Run] = {}  # the runs prompts start with, by their first key
+        self._distinct = 0  # distinct keys in the tree: the runs' lengths summed
 
     @property
     def active_blocks(self) -> int:
-        return len(self.refs)
+        return self._distinct
 
     def new_blocks(self, keys: Sequence[int]) -> int:
-        """Prompt blocks not among the active ones (`potential_blocks_and_tokens`).
-
-        Dynamo counts them one by one. Here the count is found by bisection: `refs` holds whole
-        prompt prefixes (every active request adds its blocks 0..n-1) and keys are chained (a
-        block's key fixes every key before it), so the prompt's blocks found among them are
-        always a leading run and counting is finding where that run ends. ~10 lookups instead of
-        one per prompt block (a Mooncake prompt has ~750, asked once per worker per decision).
-        """
-        held = self.refs
-        if not keys or keys[0] not in held:
-            return len(keys)
-        lo, hi = 1, len(keys)  # keys[:lo] are held; the run ends at or before hi
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if keys[mid - 1] in held:
-                lo = mid
-            else:
-                hi = mid - 1
-        return len(keys) - lo
+        """Prompt blocks not among the active ones (`potential_blocks_and_tokens`): the prompt's
+        length less the part of it the tree holds from its root."""
+        pos, n, after = 0, len(keys), self._first
+        while pos < n:
+            run = after.get(keys[pos])
+            if run is None:
+                break
+            length = len(run.keys)
+            got = _agreeing(run.keys, keys, pos, min(length, n - pos))
+            pos += got
+            if got < length:
+                break
+            after = run.after
+        return n - pos
 
     def add_request(self, request: str, keys: Sequence[int], prefill_tokens: int) -> None:
-        self.blocks[request] = tuple(keys)
-        self.refs.update(keys)
+        keys = tuple(keys)
+        self.blocks[request] = keys
         self.prefill[request] = prefill_tokens
         self.active_tokens += prefill_tokens
+        pos, n, after = 0, len(keys), self._first
+        while pos < n:
+            run = after.get(keys[pos])
+            if run is None:  # the rest is new: one run
+                after[keys[pos]] = _Run(keys[pos:], 1)
+                self._distinct += n - pos
+                return
+            got = _agreeing(run.keys, keys, pos, min(len(run.keys), n - pos))
+            if got < len(run.keys):
+                run.split(got)  # the prompt leaves (or ends in) this run: cut it there
+            run.count += 1
+            pos += got
+            after = run.after
 
     def mark_prefill_completed(self, request: str) -> None:
         t = self.prefill.pop(request, None)
@@ -109,17 +126,68 @@ class ActiveSequences:
             self.active_tokens -= t
 
     def free(self, request: str) -> None:
+        """Count the request's runs down; the first that nobody else holds goes, with what
+        hangs from it (only this request's own runs: each holds no more requests than the run
+        before it)."""
         self.mark_prefill_completed(request)
         keys = self.blocks.pop(request, None)
         if keys is None:
             return
-        refs = self.refs
-        for k in keys:
-            n = refs[k] - 1
-            if n <= 0:
-                refs.pop(k)  # dict.pop: Counter's own `del` is a Python-level method
-            else:
-                refs[k] = n
+        pos, n, after = 0, len(keys), self._first
+        while pos < n:  # the prompt's path is whole runs (add_request cut them at its end)
+            run = after[keys[pos]]
+            run.count -= 1
+            if not run.count:
+                del after[keys[pos]]
+                self._distinct -= n - pos
+                return
+            pos += len(run.keys)
+            after = run.after
+
+    def held(self) -> dict[int, int]:
+        """Every active key with the number of active requests holding it (Dynamo's counts)."""
+        out: dict[int, int] = {}
+        todo = list(self._first.values())
+        while todo:
+            run = todo.pop()
+            out.update(dict.fromkeys(run.keys, run.count))
+            todo.extend(run.after.values())
+        return out
+
+
+class _Run:
+    """Consecutive chained keys that the same active requests hold (`count` of them), and the
+    runs that continue it, by their first key."""
+
+    __slots__ = ("keys", "count", "after")
+
+    def __init__(self, keys: tuple[int, ...], count: int) -> None:
+        self.keys = keys
+        self.count = count
+        self.after: dict[int, _Run] = {}
+
+    def split(self, at: int) -> None:
+        """Keep the first `at` keys; the rest become the one run after them, held as this was."""
+        rest = _Run(self.keys[at:], self.count)
+        rest.after = self.after
+        self.keys = self.keys[:at]
+        self.after = {rest.keys[0]: rest}
+
+
+def _agreeing(run: tuple[int, ...], keys: Sequence[int], pos: int, n: int) -> int:
+    """How many of the first `n` keys of `run` equal `keys` from `pos` (the first does: the
+    run was found by it). Keys are chained, so an equal key means equal keys before it: the
+    last equal one is found by bisection, not compared one by one."""
+    if run[n - 1] == keys[pos + n - 1]:
+        return n
+    lo, hi = 1, n - 1  # run[:lo] agrees; the agreement ends at or before hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if run[mid - 1] == keys[pos + mid - 1]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def softmax_probabilities(costs: Sequence[float], temperature: float) -> list[float]:

@@ -372,8 +372,11 @@ def test_engine_run_accounts_for_every_arrival_and_repeats(policy):
 @pytest.mark.parametrize("name, sets", [("mooncake.yaml", ["workload.trace.limit=150"]), ("workload-b-small.yaml", ["router.policy=dynamo"])])
 def test_dynamo_new_block_bisection_equals_counting(name, sets, monkeypatch):
     """`ActiveSequences.new_blocks` bisects, relying on chained keys (the prompt blocks found
-    among the active ones are a leading run). On real workloads (trace keys, synthetic chains
-    with shared prefixes) it must give Dynamo's count, block by block."""
+    among the active ones are a leading run) over a tree of runs. On real workloads (trace keys,
+    synthetic chains with shared prefixes) it and the distinct active blocks must give Dynamo's
+    counts, block by block."""
+    from collections import Counter
+
     from kvtui.sim.router.dynamo import ActiveSequences
 
     bisect = ActiveSequences.new_blocks
@@ -381,8 +384,10 @@ def test_dynamo_new_block_bisection_equals_counting(name, sets, monkeypatch):
 
     def checked(self, keys):
         got = bisect(self, keys)
-        counted = len(keys) - sum(k in self.refs for k in keys)
-        calls.append((got == counted, 0 < got < len(keys)))
+        counts = Counter(k for prompt in self.blocks.values() for k in prompt)  # Dynamo's, key by key
+        counted = len(keys) - sum(k in counts for k in keys)
+        same = got == counted and self.held() == dict(counts) and self.active_blocks == len(counts)
+        calls.append((same, 0 < got < len(keys)))
         return got
 
     monkeypatch.setattr(ActiveSequences, "new_blocks", checked)
@@ -392,19 +397,40 @@ def test_dynamo_new_block_bisection_equals_counting(name, sets, monkeypatch):
     assert sum(partial for _, partial in calls) > 10  # prompts partly among the active blocks
 
 
-def test_dynamo_free_counts_shared_and_repeated_blocks_down_exactly():
-    """`ActiveSequences.free` counts a request's blocks down in one batch: a block another
-    active request still holds stays with its count, one listed twice is counted down twice,
-    and what nobody holds any more is gone."""
+def test_dynamo_active_blocks_count_shared_prefixes_once_through_adds_and_frees():
+    """`ActiveSequences` keeps the active prompts as a tree of runs of chained keys: a block
+    another active request still holds stays with its count, the same prompt twice is counted
+    twice, a prompt ending inside another's run cuts it there, and what nobody holds any more
+    is gone. Checked against Dynamo's per-key counts, built block by block."""
+    from collections import Counter
+
     from kvtui.sim.router.dynamo import ActiveSequences
 
+    def chained(*path: int) -> tuple[int, ...]:  # a key stands for its whole prefix, as block hashes do
+        return tuple(hash(path[: i + 1]) for i in range(len(path)))
+
+    prompts = {
+        "a": chained(1, 2, 3, 4),
+        "b": chained(1, 2, 9),
+        "c": chained(1, 2, 3, 4),
+        "d": chained(1, 2),
+        "e": chained(7, 8),
+    }
     w = ActiveSequences()
-    w.add_request("a", (1, 2, 3, 4), 64)
-    w.add_request("b", (1, 2, 9), 48)
-    w.add_request("c", (7, 7, 1), 48)
-    w.free("a")
-    assert dict(w.refs) == {1: 2, 2: 1, 9: 1, 7: 2} and w.active_blocks == 4
-    w.free("c")
-    assert dict(w.refs) == {1: 1, 2: 1, 9: 1} and w.active_tokens == 48
-    w.free("b")
-    assert not w.refs and w.active_tokens == 0
+    active: list[str] = []
+
+    def check() -> None:
+        counts = Counter(k for r in active for k in prompts[r])
+        assert w.held() == dict(counts) and w.active_blocks == len(counts)
+        for keys in prompts.values():
+            assert w.new_blocks(keys) == sum(k not in counts for k in keys)
+
+    for r in prompts:
+        w.add_request(r, prompts[r], 16 * len(prompts[r]))
+        active.append(r)
+        check()
+    for r in ("c", "a", "e", "d", "b"):
+        w.free(r)
+        active.remove(r)
+        check()
+    assert not w.held() and w.active_tokens == 0 and w.active_blocks == 0
