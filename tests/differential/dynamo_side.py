@@ -11,7 +11,8 @@ lines on stdin, answers leave as JSON lines on stdout:
   event a tagged map as vLLM's msgspec structs encode it: `BlockStored` with block_hashes,
   parent_block_hash, token_ids, block_size, lora_id, medium, lora_name; `BlockRemoved` with
   block_hashes, medium); answered once Dynamo has applied it (a one-block sentinel published
-  after it shows up in the index, and one worker's events are applied in order)
+  after it, on each tier the batch touched, shows up in the index; one worker's events are
+  applied in order)
 - {"op": "query", "tokens": [...]}: per worker, the overlap (device blocks, host-tier blocks
   after them) and the potential load (prefill tokens after cache credit, decode blocks)
 - {"op": "route", "id": s, "tokens": [...]}: Dynamo selects a worker and books the request there
@@ -66,22 +67,26 @@ class Side:
         self.pubs[worker].send_multipart([b"", self.seq[worker].to_bytes(8, "big"), payload])
         self.seq[worker] += 1
 
-    async def sync(self, worker: int, timeout: float = 30.0) -> None:
-        """Publish a fresh one-block sentinel and wait until the index holds it for `worker`."""
+    async def sync(self, worker: int, medium: str = "GPU", timeout: float = 30.0) -> None:
+        """Publish a fresh one-block sentinel on `medium` and wait until the index holds it for
+        `worker`. A batch is settled once a sentinel shows on each tier it touched: with a GPU
+        sentinel alone, a run under load once saw a query's host-tier figure lag the batch
+        before it (198/200 agreeing), so the host tier is not taken to follow the device one."""
         self.sentinels += 1
         base = SENTINEL_BASE + self.sentinels * self.block_size
         tokens = list(range(base, base + self.block_size))
         h = (1 << 62) + self.sentinels
+        seen = "device_blocks" if medium == "GPU" else "host_pinned_extension_blocks"
         end = time.monotonic() + timeout
         while True:
-            self.publish(worker, [{"stored": {"hashes": [h], "parent": None, "tokens": tokens, "medium": "GPU"}}])
+            self.publish(worker, [{"stored": {"hashes": [h], "parent": None, "tokens": tokens, "medium": medium}}])
             for _ in range(50):
                 got = await self.service.overlap_scores({"token_ids": tokens})
-                if any(w["worker_id"] == worker and w["device_blocks"] == 1 for w in got["workers"]):
+                if any(w["worker_id"] == worker and w[seen] == 1 for w in got["workers"]):
                     return
                 await asyncio.sleep(0.002)
             if time.monotonic() > end:
-                raise TimeoutError(f"worker {worker}'s events never reached Dynamo's index")
+                raise TimeoutError(f"worker {worker}'s {medium} events never reached Dynamo's index")
 
     async def query(self, tokens: list[int]) -> dict:
         overlap = await self.service.overlap_scores({"token_ids": tokens})
@@ -101,7 +106,8 @@ class Side:
             return await self.start(cmd["workers"], cmd["block_size"])
         if op == "events":
             self.publish(cmd["worker"], cmd["events"])
-            await self.sync(cmd["worker"])
+            for medium in sorted({medium_of(e) for e in cmd["events"]} | {"GPU"}):
+                await self.sync(cmd["worker"], medium)
             return {"ok": True}
         if op == "query":
             return await self.query(cmd["tokens"])
@@ -115,6 +121,11 @@ class Side:
             await self.service.free_reservation(cmd["id"])
             return {"ok": True}
         raise ValueError(f"unknown op {op!r}")
+
+
+def medium_of(spec: dict) -> str:
+    """The tier an event spec names ("GPU" or "CPU")."""
+    return (spec.get("stored") or spec["removed"])["medium"]
 
 
 def vllm_event(spec: dict, block_size: int) -> dict:
