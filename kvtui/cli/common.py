@@ -97,6 +97,29 @@ def check_policy(name: str | None, flag: str = "--policy") -> None:
         raise UsageError(f"{flag}: {unknown_policy(name)}")
 
 
+def name_list(text: str | None, flag: str) -> list[str] | None:
+    """The names in a comma-separated `flag` value, or None when the flag was not given.
+
+    Given but empty (`--policies ''`, `--policies ' , '`) is a usage error: falling back to the
+    default there ran something the user did not ask for, with no word about it.
+    """
+    if text is None:
+        return None
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise UsageError(f"{flag}: the list is empty; give comma-separated names, or leave {flag} out for the default")
+    return names
+
+
+def policy_list(text: str | None, flag: str = "--policies") -> list[str | None]:
+    """The policies `flag` names, each checked, or [None] (the scenario's own) without the flag."""
+    policies: list[str | None] = []
+    policies.extend(name_list(text, flag) or [None])
+    for name in policies:
+        check_policy(name, flag)
+    return policies
+
+
 def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,
              expected: int | None = None, budget=None) -> tuple[object, dict]:
     """`kvtui.run.run_to_end` with the CLI's progress bar: the simulation and its result document.

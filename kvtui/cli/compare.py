@@ -9,8 +9,8 @@ from kvtui.cli.common import (
     Parser,
     UsageError,
     add_run_options,
-    check_policy,
     load,
+    policy_list,
     print_workload_notes,
     run_budget,
     run_once,
@@ -32,7 +32,10 @@ def _parse_sweep(text: str) -> tuple[str, list[str]]:
     key, sep, values = text.partition("=")
     if not sep or not key or not values:
         raise UsageError(f"--sweep wants KEY=V1,V2,...; got {text!r}")
-    return key, [v for v in values.split(",") if v != ""]
+    vals = [v.strip() for v in values.split(",") if v.strip()]
+    if not vals:  # `--sweep KEY=,` ran nothing and printed an empty table
+        raise UsageError(f"--sweep {key}: no values in {text!r}")
+    return key, vals
 
 
 def _parse_rates(text: str) -> list[float]:
@@ -127,9 +130,7 @@ def main(argv: list[str]) -> int:
         raise UsageError("--sweep and --ladder cannot be combined")
     if args.json:
         check_output(args.json, [args.scenario], "result")
-    policies = [x for x in (args.policies or "").split(",") if x] or [None]
-    for name in policies:
-        check_policy(name, "--policies")
+    policies = policy_list(args.policies)
     runs: list[dict] = []
     sim = None
     if args.ladder is not None:

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy
+from kvtui.cli.common import Parser, UsageError, add_run_options, name_list, policy_list
 
 DESCRIPTION = """\
 Run the cartesian product of scenarios, --grid values, --policies and --seeds; each run is the
@@ -83,9 +83,8 @@ def main(argv: list[str]) -> int:
     from kvtui.sweep.grid import GridError, expand, parse_axes, shadowed_rate
 
     args = _parser().parse_args(argv)
-    policies = [x for x in (args.policies or "").split(",") if x] or [None]
-    for name in policies:
-        check_policy(name, "--policies")
+    policies = policy_list(args.policies)
+    metrics = name_list(args.metrics, "--metrics")
     jsonl, csv_out = _paths(args.out)
     _check_targets(jsonl, csv_out, args.scenarios)
     backend = _backend(args)
@@ -109,7 +108,7 @@ def main(argv: list[str]) -> int:
         from kvtui.sweep.output import read_results, write_csv
 
         write_csv(csv_out, read_results(jsonl))
-    _print_summary(lines, args.metrics)
+    _print_summary(lines, metrics)
     return _finish(result, jsonl, csv_out)
 
 
@@ -129,14 +128,14 @@ def _finish(result, jsonl: Path, csv_out: Path | None) -> int:
     return 0
 
 
-def _print_summary(lines: list[dict], metrics: str | None) -> None:
+def _print_summary(lines: list[dict], metrics: list[str] | None) -> None:
     from kvtui.report import print_table
     from kvtui.sweep.fields import FieldError
     from kvtui.sweep.summary import DEFAULT_METRICS, summarise
 
     if not lines:
         return
-    names = [m for m in (metrics or "").split(",") if m] or list(DEFAULT_METRICS)
+    names = metrics or list(DEFAULT_METRICS)
     try:
         resolved, cells = summarise(lines, names)
     except FieldError as e:

@@ -14,7 +14,7 @@ package and the event and view types (kvtui/events.py, kvtui/views.py):
 from kvtui.run.drive import FOLDABLE, Drive, digest
 from kvtui.run.headless import Finished, run_to_end
 from kvtui.run.lockstep import Lockstep
-from kvtui.run.narrate import explain, life_lines, request_of, summary
+from kvtui.run.narrate import explain, life_lines, life_rows, request_of, summary
 from kvtui.run.progress import Progress
 from kvtui.run.result import RESULT_SCHEMA_VERSION, result_document
 from kvtui.run.run import SEEK_KINDS, Run
@@ -22,6 +22,6 @@ from kvtui.run.source import Navigable, RunSource
 
 __all__ = [
     "FOLDABLE", "Drive", "Finished", "Lockstep", "Navigable", "Progress", "RESULT_SCHEMA_VERSION", "Run",
-    "RunSource", "SEEK_KINDS", "digest", "explain", "life_lines", "request_of", "result_document",
+    "RunSource", "SEEK_KINDS", "digest", "explain", "life_lines", "life_rows", "request_of", "result_document",
     "run_to_end", "summary",
 ]

@@ -11,7 +11,8 @@ and nowhere else.
   events said about the request (prompt size, turn, session), and `facts` (a `Facts`: the
   simulation's, or a live cluster's) adds static facts (block size, node capacity, CPU tiers,
   prefill cost). Nothing here changes the run.
-- `life_lines(request, life)` is one request's life, event by event (the app's life screen).
+- `life_lines(request, life)` is one request's life, event by event; `life_rows` the same as
+  (head, text) rows, for the app's life screen to wrap.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from kvtui.events import (
 from kvtui.run import narrate_pd
 from kvtui.run.facts import Facts, NoFacts
 
-__all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "fmt_score", "life_lines", "request_of", "summary"]
+__all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "fmt_score", "life_lines", "life_rows", "request_of", "summary"]
 
 
 # ---------------------------------------------------------------------- number formatting
@@ -591,25 +592,31 @@ def request_of(ev: Event | None) -> str | None:
 
 
 def life_lines(request: str, life: tuple[Event, ...]) -> list[str]:
-    """The life as text lines (the app's life screen and its tests)."""
+    """The life as text lines (its tests, and anything that prints it whole)."""
+    return [head + text for head, text in life_rows(request, life)]
+
+
+def life_rows(request: str, life: tuple[Event, ...]) -> list[tuple[str, str]]:
+    """The life as (head, text) rows: the app's life screen wraps each text under itself, so
+    the times and the candidates' tree marks stay a column a reader can run down."""
     if not life:
-        return [f"{request}: nothing known (not arrived yet, or older than the journal keeps)."]
-    out = [f"{request}: {_plural(len(life), 'event')} so far"]
+        return [("", f"{request}: nothing known (not arrived yet, or older than the journal keeps).")]
+    out = [("", f"{request}: {_plural(len(life), 'event')} so far")]
     t0 = life[0].t
     for ev in life:
-        out.append(f"{ev.t:.3f}s (+{ev.t - t0:.3f})  {_life_step(ev)}")
+        out.append((f"{ev.t:.3f}s (+{ev.t - t0:.3f})  ", _life_step(ev)))
         if isinstance(ev, (RouteDecided, DecodeRouted)):
-            out.extend(_candidate_lines(ev))
+            out.extend(_candidate_rows(ev))
     return out
 
 
-def _candidate_lines(ev: RouteDecided | DecodeRouted) -> list[str]:
+def _candidate_rows(ev: RouteDecided | DecodeRouted) -> list[tuple[str, str]]:
     out = []
     for c in sorted(ev.candidates, key=lambda c: -c.score):
         feats = " ".join(f"{k}={fmt_score(v)}" for k, v in c.features)
         mark = "▸" if c.node == ev.node else "─"
         note = f"  ({c.note})" if c.note else ""
-        out.append(f"└─{mark} {c.node:<10} score {fmt_score(c.score):>9}  {feats}{note}")
+        out.append((f"└─{mark} ", f"{c.node:<10} score {fmt_score(c.score):>9}  {feats}{note}"))
     return out
 
 

@@ -46,6 +46,16 @@ def wal_command(command: str, directory: str, as_json: bool = False) -> int:
     return 0
 
 
+def _not_a_directory(path: str) -> str:
+    """Why `path` cannot be walked: "no such directory" for a scenario file sent the user
+    looking for a path that was plainly there."""
+    if os.path.isfile(path):
+        return "is a file, not a WAL directory"
+    if os.path.exists(path):
+        return "is not a directory (a WAL is a directory)"
+    return "no such directory"
+
+
 class _Walk:
     """One read-only scan of DIR with a state rebuilt alongside (for counts and the digest)."""
 
@@ -53,7 +63,7 @@ class _Walk:
         self.directory = os.path.abspath(directory)
         fs = RealFS()
         if not os.path.isdir(self.directory):
-            raise InputError([(directory, None, "no such directory")])
+            raise InputError([(directory, None, _not_a_directory(self.directory))])
         self.in_use = False
         lock_fd = None
         lock = os.path.join(self.directory, LOCK)

@@ -263,3 +263,19 @@ def test_an_unknown_policy_names_its_flag(argv, flag):
     not which flag gave it."""
     p = kvtui(*argv)
     assert p.returncode == 2 and p.stderr.startswith(f"{flag}: unknown policy 'nope'"), p.stderr
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (("compare", "scenarios/pressure.yaml", "--policies", ""), "--policies"),
+    (("compare", "scenarios/pressure.yaml", "--policies", " , "), "--policies"),
+    (("sweep", "scenarios/pressure.yaml", "--policies", "", "--out", "OUT"), "--policies"),
+    (("sweep", "scenarios/pressure.yaml", "--metrics", " ", "--out", "OUT"), "--metrics"),
+    (("compare", "scenarios/pressure.yaml", "--sweep", "router.policy=,"), "--sweep router.policy"),
+])
+def test_an_empty_list_is_a_usage_error_naming_its_flag(argv, flag, tmp_path):
+    """`--policies ''` silently ran the scenario's own policy (and `--metrics ''` the default
+    columns, `--sweep KEY=,` nothing): an empty list is a mistake, not a request for the default."""
+    out = tmp_path / "r.jsonl"
+    p = kvtui(*(str(out) if a == "OUT" else a for a in argv))
+    assert p.returncode == 2 and p.stderr.startswith(f"{flag}: "), p.stderr
+    assert "Traceback" not in p.stderr and not out.exists()

@@ -174,6 +174,19 @@ def test_not_a_wal_directory_is_bad_input(tmp_path, what):
         assert str(p) in e.value.render()
 
 
+def test_a_file_is_named_as_a_file_not_a_missing_directory(tmp_path):
+    """`kvtui wal dump good.yaml` said "no such directory" for a file that was plainly there."""
+    p = tmp_path / "good.yaml"
+    p.write_text("seed: 1\n")
+    for cmd in ("inspect", "verify", "dump"):
+        with pytest.raises(InputError) as e:
+            wal_main([cmd, str(p)])
+        assert e.value.render() == f"{p}: is a file, not a WAL directory"
+    with pytest.raises(InputError) as e:
+        wal_main(["dump", str(tmp_path / "gone")])
+    assert e.value.render().endswith("gone: no such directory")
+
+
 def test_usage_errors_exit_2():
     with pytest.raises(SystemExit) as e:
         wal_main([])

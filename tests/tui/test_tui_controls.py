@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -476,3 +477,27 @@ def test_toasts_show_no_markdown_backticks(make):
 
     messages = asyncio.run(go())
     assert len(messages) >= 3 and not [m for m in messages if "`" in m], messages
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (250, 70)])
+def test_the_latency_view_shows_all_three_histograms(size):
+    """At 80x24 the Latency view showed TTFT alone (the run-wide line above took the rest), and at
+    120x40 the panel's last row was cut off (pressure.yaml's four maps): every histogram and the
+    panel's end must be on screen."""
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.app import make_app
+
+    async def go():
+        pressure = Path(__file__).resolve().parents[2] / "scenarios" / "pressure.yaml"
+        app = make_app(load_scenario(str(pressure), []), fps=0, theme="dark")
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("v", "v", "v")
+            await _stepped(app, pilot, 400)
+            panel = app.query_one("#latency" if size[0] < 120 else "#latency-wide")
+            visible = panel.scrollable_content_region if size[0] < 120 else panel.parent.region
+            for hist in panel.histograms:
+                assert hist.region.height >= 1 and visible.contains_region(hist.region), (hist.id, hist.region, visible)
+            if size[0] >= 120:
+                assert visible.contains_region(panel.stats.region), panel.stats.region
+
+    run(go())

@@ -119,8 +119,44 @@ def test_request_life_from_a_decision(make):
             app.runner.current = app.runner.decisions[0]
             await pilot.press("i")
             assert isinstance(app.screen, LifeScreen) and app.screen.request == req
-            text = str(app.screen.query_one("Static").render())
+            text = "\n".join(_screen_lines(app))
             assert "arrived at the router" in text and "routed" in text
+
+    run(go())
+
+
+def _screen_lines(app) -> list[str]:
+    """What the terminal shows, as plain lines."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text(styles=False).splitlines()
+
+
+def test_request_life_wraps_under_its_text_at_80x24(make):
+    """At 80x24 the life screen cut its long lines at the box's edge, to be read by scrolling
+    sideways; now they wrap, under the text and not under the time."""
+    from textual.containers import VerticalScroll
+
+    async def go():
+        app = make()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("n")
+            await pilot.press(*["s"] * 30)
+            app.runner.current = app.runner.decisions[0]
+            await pilot.press("i")
+            await pilot.pause()
+            assert isinstance(app.screen, LifeScreen)
+            assert app.screen.query_one(VerticalScroll).max_scroll_x == 0
+            lines = [line[2:-2] for line in _screen_lines(app) if line.startswith("│ ")]
+            first = next(i for i, line in enumerate(lines) if "arrived at the router" in line)
+            col, tail = lines[first].index("arrived"), lines[first + 1]
+            assert tail[:col].strip() == "" and tail[col] != " ", lines[first:first + 2]
+            assert tail.rstrip().endswith("turn 1"), lines[first:first + 2]
 
     run(go())
 

@@ -134,8 +134,8 @@ class Mooncake(PairPolicy):
         tbt = {s.name: self.tbt(req, ctx, s) for s in ok}
         key = {s.name: (-round(tbt[s.name], 9), -s.running - s.waiting, s.free_blocks) for s in ok}
         pick, margin, tied = pick_best(ok, lambda s: key[s.name], ctx.rng, first=True)
-        reason = (f"{pick.name}: estimated TBT {ms(tbt[pick.name], 1)} ms with {pick.running + pick.waiting + 1} "
-                  f"requests, {pick.free_blocks} blocks free (least loaded)")
+        reason = (f"{pick.name}: estimated TBT {ms(tbt[pick.name], 1)} ms with {counted(pick.running + pick.waiting + 1, 'request')}, "
+                  f"{counted(pick.free_blocks, 'block')} free (least loaded)")
         lead, margin = decode_lead(key, pick.name, margin)
         reason += lead + tie_note(tied, FIRST_IN_ORDER)
         scores = {n: -round(t * 1000.0, 3) for n, t in tbt.items()}
@@ -180,6 +180,13 @@ def ms(seconds: float, digits: int = 0) -> str:
     return f"{seconds * 1000.0:,.{digits}f}"
 
 
+def counted(n: float, noun: str) -> str:
+    """`n noun`, plural unless one: a reason read "with 1 requests" (the engine cannot borrow
+    kvtui/run's wording helpers; it never imports upward)."""
+    shown = f"{n:g}" if isinstance(n, float) else f"{n}"  # a margin is a float, a count an int
+    return f"{shown} {noun}" + ("" if n == 1 else "s")
+
+
 def decode_lead(key: dict[str, tuple], pick: str, margin: float) -> tuple[str, float]:
     """The decode pick's lead over the runner-up in words, and as the decision's margin (ms when
     the step times differ, else the count of requests or free blocks that separated them)."""
@@ -189,5 +196,5 @@ def decode_lead(key: dict[str, tuple], pick: str, margin: float) -> tuple[str, f
     if key[pick][0] != runner[0]:
         return f", a step {margin * 1000.0:,.2f} ms shorter than the next", margin * 1000.0
     if key[pick][1] != runner[1]:
-        return f", {margin:g} fewer requests than the next at the same step time", margin
+        return f", {counted(margin, 'fewer request')} than the next at the same step time", margin
     return f", {margin:g} more blocks free than the next at the same step time", margin

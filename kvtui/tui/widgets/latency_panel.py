@@ -1,4 +1,9 @@
-"""Latency: TTFT, TPOT and E2E histograms with p50/p95/p99, under a line of run-wide figures."""
+"""Latency: TTFT, TPOT and E2E histograms with p50/p95/p99, above a line of run-wide figures.
+
+The histograms come first and shrink to one row each when the panel is short (app.tcss): at
+80x24 the run-wide line above them left room for TTFT alone, with TPOT and E2E cut off unseen.
+What does not fit then scrolls, with its scrollbar showing.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from kvtui.tui.widgets.stats_line import StatsLine
 
 class LatencyPanel(Vertical):
     DEFAULT_CSS = """
-    LatencyPanel { height: auto; }
+    LatencyPanel { height: auto; overflow-y: auto; scrollbar-size-vertical: 1; }
     """
 
     def __init__(self, runner, *, id: str | None = None, classes: str | None = None):
@@ -27,8 +32,8 @@ class LatencyPanel(Vertical):
         )
 
     def compose(self) -> ComposeResult:
-        yield self.stats
         yield from self.histograms
+        yield self.stats
 
     def tick(self) -> None:
         if not self.stats.is_mounted:

@@ -71,8 +71,15 @@ def test_the_decode_pick_is_by_load_with_its_estimated_tbt():
     pool = [state("d1", running=3), state("d2", running=1, waiting=1), state("d3", running=4)]
     decision, tbt = Mooncake(MooncakeConfig()).pick_decode(Req(), ctx("d1", "d2", "d3"), pool)
     assert decision.node == "d2" and tbt == pytest.approx(0.02)
-    assert "estimated TBT 20.0 ms with 3 requests" in decision.reason and "1 fewer requests" in decision.reason
+    assert "estimated TBT 20.0 ms with 3 requests" in decision.reason and "1 fewer request than" in decision.reason
     assert all(dict(c.features)["tbt_ms"] == pytest.approx(20.0) for c in decision.candidates)
+
+
+def test_the_decode_reason_counts_one_request_and_one_block_in_the_singular():
+    """An idle decode instance read "estimated TBT 20.1 ms with 1 requests"."""
+    pool = [state("d1", running=0, free=1)]
+    decision, _ = Mooncake(MooncakeConfig()).pick_decode(Req(), ctx("d1"), pool)
+    assert "ms with 1 request, 1 block free (least loaded)" in decision.reason, decision.reason
 
 
 def test_estimates_past_the_slo_reject_early_with_the_numbers_or_only_say_so():
