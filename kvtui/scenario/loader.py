@@ -32,6 +32,7 @@ from kvtui.scenario.schema import (
     is_dataclass_type,
     join_index,
     join_key,
+    listing,
     literal_choices,
     mapping_item,
     parent_path,
@@ -606,7 +607,7 @@ def _check_node_references(scenario: Scenario, b: _Builder) -> None:
 
     def check(path: str, name: str) -> None:
         if name not in names:
-            hint = suggestion(name, names) or f"; nodes: {', '.join(names)}"
+            hint = suggestion(name, names) or f"; nodes: {listing(names)}"
             b.report_at(path, f"{path}: unknown node {name!r}{hint}")
 
     for g, group in enumerate(scenario.workload.groups):

@@ -156,6 +156,14 @@ def suggestion(word: str, candidates: typing.Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def listing(names: typing.Sequence[str], most: int = 8) -> str:
+    """`a, b, c`, or for a long list its first names, `…`, the last and the count: a 64-node
+    cluster's names on every error line hid the line's point."""
+    if len(names) <= most:
+        return ", ".join(names)
+    return f"{', '.join(names[:most - 1])}, …, {names[-1]} ({len(names)} in all)"
+
+
 def unknown_key_message(key: str, cls: type, path: str) -> str:
     """The message for a key the dataclass does not have, with the closest valid key."""
     valid = list(field_types(cls))

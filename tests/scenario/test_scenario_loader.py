@@ -294,6 +294,19 @@ def test_pin_on_and_events_must_name_existing_nodes(tmp_path):
     ]
 
 
+def test_an_unknown_node_in_a_big_cluster_lists_a_few_names_and_the_count(tmp_path):
+    nodes = ", ".join(f"{{name: n{i:02d}}}" for i in range(64))
+    path = write(tmp_path, f"cluster:\n  nodes: [{nodes}]\nevents:\n  - {{action: node_down, node: zzz}}\n")
+    assert problems(path) == [
+        (str(path), 4, "events[0].node: unknown node 'zzz'; nodes: n00, n01, n02, n03, n04, n05, n06, …, n63 (64 in all)"),
+    ]
+
+
+def test_a_short_node_list_is_named_whole(tmp_path):
+    path = write(tmp_path, "cluster:\n  nodes: [{name: a1}, {name: b2}]\nevents:\n  - {action: node_down, node: zzz}\n")
+    assert problems(path) == [(str(path), 4, "events[0].node: unknown node 'zzz'; nodes: a1, b2")]
+
+
 def test_node_down_and_node_up_need_a_node(tmp_path):
     path = write(tmp_path, "events:\n  - at: 1\n    action: node_down\n  - {action: node_up}\n")
     assert problems(path) == [
