@@ -50,6 +50,8 @@ def _parse_rates(text: str) -> list[float]:
         if not rate > 0 or rate == float("inf"):
             raise UsageError(f"--ladder rates must be positive and finite; got {part!r}")
         rates.append(rate)
+    if not rates:  # `--ladder ,`: not the scenario's ladder, which `--ladder` alone asks for
+        raise UsageError(f"--ladder: no rates in {text!r}; give rates like 0.5,1,2,4, or --ladder alone for the scenario's ladder")
     return rates
 
 

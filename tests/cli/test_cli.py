@@ -94,6 +94,12 @@ def test_compare_ladder_without_steps_is_bad_input():
     assert p.returncode == 2 and "ladder" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_compare_ladder_of_no_rates_says_so_not_that_the_scenario_has_none():
+    p = kvtui("compare", str(SCENARIOS / "pressure.yaml"), "--ladder", " , ")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "--ladder: no rates in ' , '" in p.stderr and "sets no workload.arrival.ladder" not in p.stderr
+
+
 def test_compare_sweep():
     p = kvtui("compare", str(SCENARIOS / "concurrency.yaml"), "--sweep", "workload.arrival.users=1,3")
     assert p.returncode == 0, p.stderr
