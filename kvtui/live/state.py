@@ -116,7 +116,9 @@ class LiveState:
         for engine_hash, key in zip(e.block_hashes, keys):
             blocks.by_medium[e.medium][engine_hash] = key
             self.index[key].add((name, e.medium))
-        self.kv_index.add(name, keys, _TIER[e.medium])
+        # a block with a parent never starts a prompt: position 1 stands for "after the first",
+        # so a live session's index remembers first blocks only, not every key ever stored
+        self.kv_index.add(name, keys, _TIER[e.medium], 0 if e.parent_block_hash is None else 1)
 
     @staticmethod
     def _place(blocks: EngineBlocks, e: BlockStored, owner: str) -> None:

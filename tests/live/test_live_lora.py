@@ -68,6 +68,16 @@ def test_an_adapter_child_block_chains_from_its_adapter_parent(kv):
     assert state.counts["e0"].orphans == 0
 
 
+def test_the_live_index_remembers_first_blocks_only_and_still_matches(kv):
+    """A live session runs for hours: the index's set of first blocks must not keep every key
+    an engine ever stored (live events have no position, only a parent or none)."""
+    state = live_state(kv, [stored(kv, [1, 2], None, tokens=TOKENS[:2 * BS])],
+                       [stored(kv, [3, 4], None, parent=2, tokens=TOKENS[2 * BS:])])
+    keys = chain_keys(np.asarray(TOKENS), BS, None)
+    assert state.kv_index._firsts == {keys[0]}
+    assert state.kv_index.match(keys)["e0"].consecutive == 4
+
+
 def test_an_old_engine_names_its_adapter_by_id_only():
     assert adapter_of(None, 3) == "lora-id:3" and adapter_of("a", 3) == "a" and adapter_of(None, None) is None
     assert adapter_root(None) is None

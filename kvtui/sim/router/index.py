@@ -107,7 +107,8 @@ class KVIndex:
                 self._sets(n)[0].add(k)
 
     def add(self, node: str, keys: Sequence[int], medium: str = "gpu", first: int = -1) -> None:
-        """`keys` stored on `node`, the first of them at block position `first` (-1: unknown).
+        """`keys` stored on `node`, the first of them at block position `first` (-1: unknown;
+        any position > 0 when only "not a prompt's first block" is known, as live events say).
 
         Every key stored at position 0, or at no known one, also goes into `_firsts`, which is
         never pruned: a key a prompt starts with that is not there is held by no node, and
