@@ -197,4 +197,4 @@ def decode_lead(key: dict[str, tuple], pick: str, margin: float) -> tuple[str, f
         return f", a step {margin * 1000.0:,.2f} ms shorter than the next", margin * 1000.0
     if key[pick][1] != runner[1]:
         return f", {counted(margin, 'fewer request')} than the next at the same step time", margin
-    return f", {margin:g} more blocks free than the next at the same step time", margin
+    return f", {counted(margin, 'more block')} free than the next at the same step time", margin

@@ -75,6 +75,12 @@ def test_the_decode_pick_is_by_load_with_its_estimated_tbt():
     assert all(dict(c.features)["tbt_ms"] == pytest.approx(20.0) for c in decision.candidates)
 
 
+def test_a_lead_of_one_free_block_reads_in_the_singular():
+    pool = [state("d1", running=1, free=5), state("d2", running=1, free=4)]
+    decision, _ = Mooncake(MooncakeConfig()).pick_decode(Req(), ctx("d1", "d2"), pool)
+    assert decision.node == "d1" and "1 more block free than the next" in decision.reason
+
+
 def test_the_decode_reason_counts_one_request_and_one_block_in_the_singular():
     """An idle decode instance read "estimated TBT 20.1 ms with 1 requests"."""
     pool = [state("d1", running=0, free=1)]
