@@ -35,22 +35,26 @@ is how the router's KV index and the metadata store learn about it, as vLLM's `B
 `BlockRemoved` events do.
 
 Cost: the pool is on every request's path (a Mooncake prompt is ~750 blocks, and the full
-conversation trace evicts ~8 M), so each block goes through as few Python-level passes as the
-rule allows: an allocated block is popped (one link read), then evicted and handed over in one
-pass (`_evict_and_take`); a registered one takes one pass plus a C-level map update; a freed one
-is counted down in one pass and linked in another. `lookup` maps keys through the cache dict in
-growing chunks (most prompts miss early); never-used blocks leave the free queue as a range.
-What is left per block is mostly the dict's and the index's hash-table work (py-spy puts the
-eviction's `del` alone at ~7-10 % of the Mooncake run: random memory access, not interpretation),
-so a block's cost follows the cold memory it touches: block ids are one shared list of int
-objects (`_ids`), never an int made per allocation and freed per eviction (~0.88x on the
-Mooncake trace).
+conversation trace evicts ~8 M), so blocks move in runs wherever the rule allows: the free
+queue takes a freed run in one `list.extend` and gives an allocation's run back as one slice
+(`FreeQueue`); an allocated run's evicted keys and groups are read in C-level passes
+(`_evict_and_take`); a registered run is one `setdefault` pass (`_register_many`); a freed
+run is sorted into keyed and unkeyed blocks in C-level passes (`free`). What is left per block
+is the hash-table work itself, and it is most of the pool's time: `perf record --call-graph
+dwarf` of the compiled build over the trace's first 5,000 requests puts CPython's dict probes
+for `setdefault` and `del` at ~17 % of the whole run, mostly in `dictkeys_get_index`: cache
+misses into tables of ~26 k live keys, churned by inserts and deletes. Block ids
+are one shared list of int objects (`_ids`), never an int made per allocation and freed per
+eviction (~0.88x on the Mooncake trace).
 """
 
 from __future__ import annotations
 
 from array import array
+from itertools import compress
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 
 class OutOfBlocks(Exception):
@@ -58,8 +62,7 @@ class OutOfBlocks(Exception):
 
 
 NULL_BLOCK = 0  # vLLM's null block: never in the free queue, never allocated
-_END = -1  # no block: the end of a linked list
-_OUT = -2  # a link never set (a block not linked since the start or a reset)
+HOLE = -1  # a back-list entry a cache hit took out (see FreeQueue)
 _IDS: list[Any] = []  # the int object of each block id, shared by every pool (grown on demand)
 
 
@@ -80,137 +83,147 @@ class FreeQueue:
     At start (and after a reset) the queue is blocks 1..N-1 in id order. Freed blocks go either
     to the very front (no key) or to the very back (keyed), and a cache hit only removes a keyed
     block, so the blocks never allocated since stay together, in id order, between the two. The
-    queue is kept as three parts: the `front` list, the never-used blocks as the range
-    [fresh, num_blocks), then the `back` list. Both lists are doubly linked through two shared
-    int32 arrays (`_next`, `_prev`), as vLLM links its free blocks: the same order as one list,
-    allocating never-used blocks is a range slice, and the lists cost 8 bytes a block whatever
-    their length (an OrderedDict of block ids took ~90 bytes a block, most of a 64-node
-    cluster's memory).
+    queue is kept as three parts: the `front` stack, the never-used blocks as the range
+    [fresh, num_blocks), then the `back` list.
+
+    Why not vLLM's doubly linked list: blocks arrive and leave in runs (a freed request's ~750
+    blocks, an allocation's ~230 evicted ones on the Mooncake trace), and a linked list costs
+    Python-level work per block both ways (~1.3 s of that trace). Here a run is one C-level
+    `list.extend` in and one slice out. The front part is never cut (a hit only finds keyed
+    blocks), so it is a plain stack, the queue's very front last. The back part is cut by cache
+    hits: a hit leaves a HOLE in its place, found through `_pos` (each block's position in the
+    back list, absolute, set per run in one numpy scatter), and pops step over holes. Popped
+    entries are dropped from the list's head now and then, in one C-level delete.
     """
 
-    __slots__ = ("num_blocks", "fresh", "size", "_next", "_prev", "_ends", "_linked", "_ids")
+    __slots__ = ("num_blocks", "fresh", "size", "_front", "_back", "_head", "_holes", "_base", "_pos", "_ids")
+    POSITIONS = 2**31 - 1  # the last position `_pos` holds (see `_renumber`)
 
     def __init__(self, num_blocks: int):
         self.num_blocks = num_blocks
         self.fresh = min(NULL_BLOCK + 1, num_blocks)  # blocks [fresh, num_blocks) were never allocated
         self.size = num_blocks - self.fresh  # len(self), kept as a plain attribute: every routing snapshot of every node reads it
-        self._next = array("i", [_OUT]) * num_blocks
-        self._prev = array("i", [_OUT]) * num_blocks
-        self._ends = [_END, _END, _END, _END]  # front head, front tail, back head, back tail
-        self._linked = 0  # blocks in the two lists
+        self._front: list[Any] = []  # unkeyed free blocks, the queue's very front last
+        self._back: list[Any] = []  # keyed free blocks in queue order from `_head` on, HOLE where a hit took one
+        self._head = 0  # the back list's first live entry
+        self._holes = 0  # HOLEs in _back[_head:]
+        self._base = 0  # the absolute position of _back[0] (entries before `_head` are dropped now and then)
+        self._pos = np.zeros(num_blocks, dtype=np.int32)  # block -> its absolute position in the back list, when there
         self._ids = _ids(num_blocks)
 
     def __len__(self) -> int:
         return self.size
 
     def __iter__(self):
-        yield from self._walk(0)
+        yield from reversed(self._front)
         yield from range(self.fresh, self.num_blocks)
-        yield from self._walk(2)
-
-    def _walk(self, part: int):
-        b, nxt = self._ends[part], self._next
-        while b != _END:
-            yield b
-            b = nxt[b]
+        yield from (b for b in self._back[self._head :] if b != HOLE)
 
     def __contains__(self, block: int) -> bool:
-        """A walk of both lists (views and checks only: the engine never asks)."""
-        if self.fresh <= block < self.num_blocks:
+        """Views and checks only: the engine never asks."""
+        if self.fresh <= block < self.num_blocks or block in self._front:
             return True
-        return any(b == block for part in (0, 2) for b in self._walk(part))
+        at = int(self._pos[block]) - self._base
+        return self._head <= at < len(self._back) and self._back[at] == block
 
     def pop_front(self, n: int) -> tuple[list[int], list[int], list[int]]:
-        """Take `n` blocks from the front: (front-list ones, never-used ones, back-list ones),
+        """Take `n` blocks from the front: (front-stack ones, never-used ones, back-list ones),
         each in queue order. Only the back list's blocks can hold a key."""
-        front = self._pop_list(0, n)
+        front = self._pop_stack(n) if self._front else []
         n -= len(front)
         take = min(n, self.num_blocks - self.fresh)
         fresh = self._ids[self.fresh : self.fresh + take]
         self.fresh += take
         self.size -= take
-        back = self._pop_list(2, n - take)
+        back = self._pop_back(n - take) if n > take else []
         return front, fresh, back
 
     def pop_one(self) -> tuple[int, bool]:
         """`pop_front(1)` for the decode path: (the block, whether it came off the back list)."""
-        if self._ends[0] != _END:
-            return self._pop_list(0, 1)[0], False
+        if self._front:
+            self.size -= 1
+            return self._front.pop(), False
         if self.fresh < self.num_blocks:
             self.fresh += 1
             self.size -= 1
             return self._ids[self.fresh - 1], False
-        return self._pop_list(2, 1)[0], True
+        return self._pop_back(1)[0], True
 
-    def _pop_list(self, part: int, n: int) -> list[int]:
-        """Up to `n` blocks off the head of one list (`part` 0: front, 2: back). A popped
-        block's links are left as they were: nothing reads them until `_splice` relinks it
-        (membership is walked, see `__contains__`), so a pop is one read a block."""
-        ends, nxt, ids = self._ends, self._next, self._ids
-        out: list[Any] = []  # the shared id objects themselves (see `_ids`)
-        append = out.append
-        b = ends[part]
-        for _ in range(n):
-            if b == _END:
-                break
-            append(ids[b])
-            b = nxt[b]
-        ends[part] = b
-        if b == _END:
-            ends[part + 1] = _END
-        else:
-            self._prev[b] = _END
-        self._linked -= len(out)
-        self.size -= len(out)
+    def _pop_stack(self, n: int) -> list[int]:
+        """Up to `n` blocks off the front stack, the very front first."""
+        stack = self._front
+        k = min(n, len(stack))
+        if k <= 0:
+            return []
+        out = stack[-k:]
+        del stack[-k:]
+        out.reverse()
+        self.size -= k
         return out
 
+    def _pop_back(self, n: int) -> list[int]:
+        """Up to `n` live blocks off the back list's head, stepping over holes."""
+        back, h = self._back, self._head
+        out = back[h : h + n]
+        h += len(out)
+        if self._holes and HOLE in out:
+            out = self._without_holes(out)
+            while len(out) < n and h < len(back):
+                more = back[h : h + n - len(out)]
+                h += len(more)
+                out += self._without_holes(more)
+        self._head = h
+        self.size -= len(out)
+        if h == len(back) or (h > 4096 and 2 * h > len(back)):
+            del back[:h]
+            self._base += h
+            self._head = 0
+        return out
+
+    def _without_holes(self, entries: list[int]) -> list[int]:
+        live = [b for b in entries if b != HOLE]
+        self._holes -= len(entries) - len(live)
+        return live
+
     def remove(self, block: int) -> None:
-        """A cache hit on an idle block (it holds a key, so it is in the back list)."""
-        nxt, prv, ends = self._next, self._prev, self._ends
-        before, after = prv[block], nxt[block]
-        if before == _END:
-            ends[2] = after
-        else:
-            nxt[before] = after
-        if after == _END:
-            ends[3] = before
-        else:
-            prv[after] = before
-        self._linked -= 1
+        """A cache hit on an idle block (it holds a key, so it is in the back list): a hole in its place."""
+        self._back[int(self._pos[block]) - self._base] = HOLE
+        self._holes += 1
         self.size -= 1
 
     def prepend(self, blocks: list[int]) -> None:
         """Put freed blocks at the very front, the first of `blocks` first (vLLM's `prepend_n`)."""
-        if blocks:
-            self._splice(blocks, 0, at_head=True)
+        self._front.extend(reversed(blocks))
+        self.size += len(blocks)
 
     def extend(self, blocks: list[int]) -> None:
         """Append freed blocks at the very back, in the given order (vLLM's `append_n`)."""
-        if blocks:
-            self._splice(blocks, 2, at_head=False)
-
-    def _splice(self, blocks: list[int], part: int, at_head: bool) -> None:
-        """Link `blocks` as a chain, then join it to the head or the tail of one list."""
-        nxt, prv, ends = self._next, self._prev, self._ends
-        before = _END
-        for b in blocks:
-            prv[b] = before
-            if before != _END:
-                nxt[before] = b
-            before = b
-        first, last = blocks[0], blocks[-1]
-        nxt[last] = _END
-        head, tail = ends[part], ends[part + 1]
-        if at_head and head != _END:
-            nxt[last], prv[head] = head, last
-            ends[part] = first
-        elif not at_head and tail != _END:
-            nxt[tail], prv[first] = first, tail
-            ends[part + 1] = last
-        else:  # the list was empty
-            ends[part], ends[part + 1] = first, last
-        self._linked += len(blocks)
+        if not blocks:
+            return
+        at = self._base + len(self._back)
+        if at + len(blocks) > self.POSITIONS:
+            at = self._renumber()
+        if len(blocks) == 1:
+            self._pos[blocks[0]] = at
+        else:
+            self._pos[blocks] = np.arange(at, at + len(blocks), dtype=np.int32)
+        self._back.extend(blocks)
         self.size += len(blocks)
+
+    def _renumber(self) -> int:
+        """Number the back list's live blocks from 0 again (positions are int32, to keep a
+        64-node cluster's memory low; a node passes 2**31 appended blocks only after weeks of
+        live traffic). Returns where the next block goes."""
+        live = self._without_holes(self._back[self._head :])
+        self._back, self._head, self._base = live, 0, 0
+        self._pos[live] = np.arange(len(live), dtype=np.int32)
+        return len(live)
+
+    def check(self) -> None:
+        """Raise AssertionError if the parts disagree with `size` (the property tests)."""
+        live = sum(1 for b in self._back[self._head :] if b != HOLE)
+        assert self._holes == len(self._back) - self._head - live, "hole count is off"
+        assert self.size == len(self._front) + self.num_blocks - self.fresh + live == sum(1 for _ in self), "free queue size is off"
 
 
 class BlockPool:
@@ -356,27 +369,26 @@ class BlockPool:
                 self.on_evicted(evicted_keys, evicted_groups, for_request)
         return front + fresh + back if front or back else fresh
 
-    def _evict_and_take(self, back: list[int], group: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
-        """Evict the copies the popped back-list blocks hold and hand the blocks to `group`, in
-        one pass (the Mooncake trace evicts ~8 M blocks: a pass a block is what this costs).
-        A key with no further copy (the usual case) is inlined `_uncache`: its one copy is
-        this block, so it leaves the map."""
-        ref, key, owner, cached, copies = self.ref, self.key, self.owner, self.cached, self.copies
-        keys: list[int] = []
-        groups: list[str] = []
+    def _evict_and_take(self, back: list[Any], group: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """Evict the copies the popped back-list blocks hold (each holds one: only keyed blocks
+        are freed to the back) and hand the blocks to `group`. The keys and groups are read
+        in C-level passes; a key with no further copy (the usual case: `copies` is empty or
+        shares none) leaves the map whole, with no `_uncache` per block."""
+        key, owner, cached, copies = self.key, self.owner, self.cached, self.copies
+        keys: list[Any] = list(map(key.__getitem__, back))
+        groups = tuple(map(owner.__getitem__, back))
+        if copies and not copies.keys().isdisjoint(keys):
+            for b, k in zip(back, keys):
+                self._uncache(b, k)
+        else:
+            for k in keys:
+                del cached[k]
+        ref = self.ref
         for b in back:
-            k = key[b]
-            if k is not None:
-                if k in copies:
-                    self._uncache(b, k)
-                else:
-                    del cached[k]
-                    key[b] = None
-                keys.append(k)
-                groups.append(owner[b])
+            key[b] = None
             ref[b] = 1
             owner[b] = group
-        return tuple(keys), tuple(groups)
+        return tuple(keys), groups
 
     def _uncache(self, block: int, k: int) -> None:
         """Drop one copy of `k` (vLLM's `BlockHashToBlockMap.pop`): the next oldest copy, if
@@ -418,40 +430,52 @@ class BlockPool:
             self.on_stored(request, group, tuple(keys[start:end]), keys[start - 1] if start > 0 else None, start)
 
     def _register_many(self, new_blocks: list[int], new_keys: Sequence[int]) -> None:
-        """`_register` for each pair; the usual case (keys cached nowhere here, none repeated:
-        freshly computed blocks) with C-level dict updates."""
-        cached = self.cached
-        before = len(cached)
-        if cached.keys().isdisjoint(new_keys):
-            cached.update(zip(new_keys, new_blocks))
-            if len(cached) == before + len(new_keys):  # none repeated among them
-                key = self.key
-                for b, k in zip(new_blocks, new_keys):
-                    key[b] = k
-                return
-            for k in new_keys:  # undo: all were absent, so the map is as it was
-                cached.pop(k, None)
+        """`_register` for each pair, in one C-level pass of `setdefault`: it keeps an older
+        copy's block and answers it, so the pairs answered with another block are the further
+        copies (rare). One hash probe a block, where asking first and inserting after took two."""
+        firsts = list(map(self.cached.setdefault, new_keys, new_blocks))
+        key = self.key
         for b, k in zip(new_blocks, new_keys):
-            self._register(b, k)
+            key[b] = k
+        if firsts != new_blocks:
+            copies = self.copies
+            for b, k, first in zip(new_blocks, new_keys, firsts):
+                if first != b:
+                    copies.setdefault(k, []).append(b)
 
     def free(self, blocks: list[int]) -> None:
         """Release a request's blocks tail first: those left holding no key go to the front of
-        the free queue (reused first), keyed ones to the back (evicted last, tail before head)."""
-        ref, key = self.ref, self.key
-        unkeyed: list[int] = []
-        keyed: list[int] = []
-        to_front, to_back = unkeyed.append, keyed.append
-        for b in reversed(blocks):
-            r = ref[b] - 1
-            ref[b] = r
-            if not r:
-                if key[b] is None:
-                    to_front(b)
-                else:
-                    to_back(b)
+        the free queue (reused first), keyed ones to the back (evicted last, tail before head).
+
+        A block at count 1 reaches 0; one another request also holds (count 2 or more: a shared
+        prefix) only counts down. Both are picked out in C-level passes (`compress` over the
+        counts), and which freed blocks hold a key in another (`_split_keyed`), instead of a
+        Python-level step per block (a Mooncake request frees ~750)."""
+        ref = self.ref
+        rev: list[Any] = blocks[::-1]  # Any: compiled, a block id stays the shared object (see `_ids`)
+        counts = list(map(ref.__getitem__, rev))
+        if counts.count(1) == len(rev):
+            freed = rev
+        else:
+            freed = list(compress(rev, map((1).__eq__, counts)))
+            for b in compress(rev, map((1).__ne__, counts)):
+                ref[b] -= 1
+        for b in freed:
+            ref[b] = 0
+        unkeyed, keyed = self._split_keyed(freed)
         self.free_queue.prepend(unkeyed)
         self.free_queue.extend(keyed)
         self.version += 1
+
+    def _split_keyed(self, blocks: list[int]) -> tuple[list[int], list[int]]:
+        """(the blocks holding no key, those holding one), each in the given order. Usually
+        every block is keyed but the partial ones at the request's tail, which `free` sees
+        first: then the split is two slices."""
+        keys = list(map(self.key.__getitem__, blocks))
+        n = keys.count(None)
+        if keys[:n].count(None) == n:
+            return blocks[:n], blocks[n:]
+        return [b for b, k in zip(blocks, keys) if k is None], [b for b, k in zip(blocks, keys) if k is not None]
 
     def pin(self, keys: list[int], group: str) -> int:
         """Preload `keys` as a pinned prefix: allocated, cached, and never released."""
@@ -471,7 +495,7 @@ class BlockPool:
         """Raise AssertionError if an invariant is broken (used by the property tests)."""
         assert all(r >= 0 for r in self.ref), "negative reference count"
         fq = self.free_queue
-        assert fq.size == fq.num_blocks - fq.fresh + fq._linked == sum(1 for _ in fq), "free queue size is off"
+        fq.check()
         in_use = sum(1 for r in self.ref if r > 0)
         assert in_use + len(fq) == self.usable, "used + free != usable"
         assert self.num_blocks == 0 or (self.ref[NULL_BLOCK] == 0 and NULL_BLOCK not in fq), "the null block was used"

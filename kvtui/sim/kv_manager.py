@@ -101,11 +101,14 @@ class KVCacheManager:
         return self.pool.version + (self.cpu.version if self.cpu is not None else 0)
 
     def held_prefix(self, keys) -> int:
-        """Leading blocks of `keys` this node holds in either tier (what a precise index would say)."""
-        cached = self.pool.cached
-        cpu = self.cpu.entries if self.cpu is not None else ()
-        n = 0
-        for k in keys:
+        """Leading blocks of `keys` this node holds in either tier (what a precise index would
+        say): the GPU run through the pool's chunked lookup (asked per routing decision), then
+        key by key while the CPU tier, if any, carries it on."""
+        n = len(self.pool.lookup(keys, len(keys)))
+        if self.cpu is None:
+            return n
+        cached, cpu = self.pool.cached, self.cpu.entries
+        for k in keys[n:]:
             if k not in cached and k not in cpu:
                 break
             n += 1

@@ -39,25 +39,26 @@ class ListQueue:
         return parts[0], parts[1], parts[2]
 
 
-def _step(rng: random.Random, fq: FreeQueue, ref: ListQueue, held: list[int]) -> None:
-    """One random operation on both queues: free a run to either end, take a hit out of the
-    back list, or pop some blocks off the front."""
+def _step(rng: random.Random, fq: FreeQueue, ref: ListQueue, held: list[int],
+          longest: int = 12, hits: int = 1, most: int = 15, to_front: float = 0.25) -> None:
+    """One random operation on both queues: free a run of up to `longest` blocks to either end,
+    take up to `hits` cache hits out of the back list, or pop up to `most` blocks off the front."""
     op = rng.random()
     if op < 0.4 and held:
-        run = [held.pop(rng.randrange(len(held))) for _ in range(min(len(held), rng.randrange(1, 12)))]
-        if rng.random() < 0.25:
+        run = [held.pop(rng.randrange(len(held))) for _ in range(min(len(held), rng.randrange(1, longest)))]
+        if rng.random() < to_front:
             fq.prepend(run)
             ref.front[:0] = run
         else:
             fq.extend(run)
             ref.back += run
     elif op < 0.6 and ref.back:
-        b = rng.choice(ref.back)
-        fq.remove(b)
-        ref.back.remove(b)
-        held.append(b)
+        for b in rng.sample(ref.back, min(len(ref.back), rng.randrange(1, hits + 1))):
+            fq.remove(b)
+            ref.back.remove(b)
+            held.append(b)
     else:
-        n = rng.randrange(0, 15)
+        n = rng.randrange(0, most)
         got = fq.pop_front(n)
         assert got == ref.pop_front(n)
         held.extend(b for part in got for b in part)
@@ -82,3 +83,31 @@ def test_a_run_cut_by_a_hit_pops_around_the_hole():
     assert fq.pop_front(2) == ([], [], [5, 4])
     assert fq.pop_front(5) == ([], [], [2, 1])
     assert len(fq) == 0
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_long_runs_at_a_real_pool_size_keep_the_order(seed):
+    """Mooncake-sized runs in a Mooncake-sized pool: the back list drops its popped head (past
+    4,096 entries) and keeps positions across that, which the small queues above never reach."""
+    rng = random.Random(seed)
+    n = 26391
+    fq, ref, held = FreeQueue(n), ListQueue(n), []
+    for i in range(int(400 * SCALE)):
+        _step(rng, fq, ref, held, longest=800, hits=40, most=900, to_front=0.1)
+        if i % 25 == 0:
+            assert list(fq) == ref.order() and len(fq) == len(ref.order())
+            fq.check()
+    assert fq._base > 0, "the back list never dropped its head: the case is too small"
+
+
+def test_positions_start_again_from_zero_when_they_run_out(monkeypatch):
+    """A node that appended 2**31 blocks (weeks of live traffic) numbers its back list anew;
+    with a small limit, the order through many renumberings, holes included, stays the list's."""
+    monkeypatch.setattr(FreeQueue, "POSITIONS", 50)
+    rng = random.Random(7)
+    fq, ref, held = FreeQueue(24), ListQueue(24), []
+    for _ in range(int(600 * SCALE)):
+        _step(rng, fq, ref, held)
+        assert list(fq) == ref.order()
+        assert all(b in fq for b in ref.back) and not any(b in fq for b in held)
+        fq.check()
