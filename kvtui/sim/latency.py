@@ -43,6 +43,11 @@ from kvtui.profiles import Hardware, Model
 # min(2 x 256, 512). Bigger batches run eagerly and meet the eager floor (module docstring).
 GRAPH_MAX_TOKENS = 512
 
+# How far a decode run's memory time must exceed its compute time at both ends of the run for
+# the memory time alone to be taken (RooflineModel.decode_run): each time is a few rounded
+# float operations, off by at most a few units in the 53rd bit (~1e-15); this is far above.
+_MEMORY_BOUND_ROOM = 1.0 + 1e-9
+
 
 @dataclass(frozen=True)
 class Batch:
@@ -131,6 +136,9 @@ class RooflineModel:
         self._link_latency = hardware.link_latency_s
         self._launch = hardware.allreduce_launch_s
         self.eager_floor = model.layers * hardware.eager_layer_floor_s if tp > 1 else 0.0
+        # every term of both times non-negative (and no NaN): their rounding errors stay relative
+        terms = (self.flops_per_token, self.attn_flops, self.weight_bytes, self.kv_bytes)
+        self._plain = all(x >= 0 for x in terms) and self.flops > 0 and self.bandwidth > 0
 
     def allreduce_time(self, tokens: int) -> float:
         """Seconds of all-reduce in one forward pass over `tokens` tokens (0 without TP)."""
@@ -162,10 +170,42 @@ class RooflineModel:
     def decode_run(self, k: int, seqs: int, context: int) -> list[float]:
         """Durations of k decode-only iterations of `seqs` requests reading `context` KV tokens.
 
-        Each iteration every request appends one token, so the KV read grows by `seqs`.
+        Each iteration every request appends one token, so the KV read grows by `seqs`. Decode
+        is memory-bound: when the whole run is (`memory_bound`), each duration is its memory
+        time plus the fixed costs, computed by the same float operations as `decode_loop`'s (the
+        same bits) without the compute time and the max beside them (this runs for every decode
+        segment of every node).
         """
-        f_tok = self.flops_per_token * seqs
         fixed = self.allreduce_time(seqs) + self.overhead
+        if k > 0 and seqs > 0 and context >= 0 and self.memory_bound(seqs, context, context + seqs * (k - 1)):
+            wb, kvb, bw = self.weight_bytes, self.kv_bytes, self.bandwidth
+            return [(wb + kvb * c) / bw + fixed for c in range(context + seqs, context + seqs * (k + 1), seqs)]
+        return self.decode_loop(k, seqs, context, fixed)
+
+    def memory_bound(self, seqs: int, first: int, last: int) -> bool:
+        """Whether every iteration of a decode run reading `first` .. `last` KV tokens is timed by
+        its memory traffic alone, as computed (rounded) by `decode_loop`.
+
+        Checked at both ends: memory time above compute time by _MEMORY_BOUND_ROOM, far more than
+        rounding moves either, and not under the floor. Both exact times are affine in the
+        context, so an order with that room at the ends holds at every context between, and
+        rounding cannot turn it; the rounded memory time never falls along the run (all terms
+        non-negative: `_plain`), so it stays at or above the floor.
+        """
+        if not self._plain:
+            return False
+        f_tok = self.flops_per_token * seqs
+        floor = self.floor(seqs)
+        for ctx in (first, last):
+            compute = (f_tok + self.attn_flops * ctx) / self.flops
+            memory = (self.weight_bytes + self.kv_bytes * (ctx + seqs)) / self.bandwidth
+            if not (compute * _MEMORY_BOUND_ROOM < memory and floor <= memory):
+                return False
+        return True
+
+    def decode_loop(self, k: int, seqs: int, context: int, fixed: float) -> list[float]:
+        """`decode_run` iteration by iteration: the slower of compute, memory and the floor."""
+        f_tok = self.flops_per_token * seqs
         floor = self.floor(seqs)
         out = []
         for j in range(k):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from kvtui.sim.latency import GRAPH_MAX_TOKENS, Batch, LinearModel, RooflineModel
@@ -159,3 +161,23 @@ def test_eager_floor_holds_only_tensor_parallel_batches_past_the_graphs():
     assert tp8.iteration(big) >= floor > 3 * tp8.iteration(small)
     assert RooflineModel(hw, m).iteration(big) < floor * 0.6
     assert tp8.decode_run(1, GRAPH_MAX_TOKENS + 1, 1000)[0] >= floor
+
+
+def test_decode_run_is_its_loop_bit_for_bit():
+    """The memory-bound shortcut gives the very floats of the iteration-by-iteration loop, on the
+    calibrated profiles and on efficiencies that put the compute/memory crossover inside a run."""
+    rng = random.Random(3)
+    models = [RooflineModel(HARDWARE[hw], MODELS[md], tensor_parallel=tp) for hw in HARDWARE for md in MODELS for tp in (1, 8)]
+    models += [RooflineModel(HARDWARE["h100-80gb"], MODELS["llama-3.1-8b"], ce, me) for ce, me in ((0.001, 1.0), (0.01, 0.5))]
+    for m in models:
+        assert m.decode_run(0, 1, 100) == [] and m.decode_run(3, 0, 100) == m.decode_loop(3, 0, 100, m.overhead)
+        # compute = memory where (f s + a c) / F = (w + b (c + s)) / B: probe around it
+        slope = m.attn_flops / m.flops - m.kv_bytes / m.bandwidth
+        for _ in range(300):
+            seqs = rng.choice([1, rng.randint(1, 64), rng.randint(GRAPH_MAX_TOKENS - 2, GRAPH_MAX_TOKENS + 2)])
+            cross = (m.weight_bytes / m.bandwidth + (m.kv_bytes / m.bandwidth - m.flops_per_token / m.flops) * seqs) / slope
+            context = rng.choice([rng.randint(0, 10**6), max(0, int(cross) + rng.randint(-64, 64) * seqs)])
+            k = rng.choice([1, 16, rng.randint(0, 64)])
+            fixed = m.allreduce_time(seqs) + m.overhead
+            want = m.decode_loop(k, seqs, context, fixed)
+            assert [x.hex() for x in m.decode_run(k, seqs, context)] == [x.hex() for x in want]

@@ -6,6 +6,7 @@ skipped with a message when that directory is missing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
 from kvtui.sim.request import Request
 from kvtui.sim.workload.trace import TraceWorkload, spread_ties
+from kvtui.sim.workload.hashing import GOLDEN, chain_opaque, opaque_key
 from kvtui.sim.workload.trace_keys import HashChain, common_prefix, covered_keys
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
@@ -227,6 +229,39 @@ def test_covered_keys_any_block_size(bs):
     assert common_prefix(a, b) == 3 * 64 // bs  # equal through the third hash block, no further
     assert covered_keys(ids_a, 64, 6 * 64, bs, HashChain(b"t")) == a  # a pure function of the ids
     assert not set(covered_keys(ids_a, 64, 6 * 64, bs, HashChain(b"other"))) & set(a)
+
+
+def splitmix_finaliser(x: int) -> int:
+    """mix64 of one value, in Python ints (the reference for the vectorised keys)."""
+    m = (1 << 64) - 1
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+    return x ^ (x >> 31)
+
+
+@pytest.mark.parametrize("bs, hash_block", [(16, 512), (16, 64), (64, 64), (32, 512), (48, 64), (200, 64), (1, 64)])
+def test_covered_keys_follow_their_definition_block_by_block(bs, hash_block):
+    """Whole hash blocks (one broadcast sum) and blocks spanning them (indexed) give each block the
+    key of the hash block its last token is in, mixed with its end offset there."""
+    rng = np.random.default_rng(bs)
+    chain = HashChain(b"t")
+    for _ in range(20):
+        ids = rng.integers(0, 2**63, rng.integers(1, 12)).tolist()
+        prompt = int(rng.integers(0, (len(ids) + 1) * hash_block))
+        got = covered_keys(ids, hash_block, prompt, bs, chain)
+        hashed = HashChain(b"t").keys(ids)
+        ends = range(bs, min(prompt, len(ids) * hash_block) + 1, bs)
+        want = [splitmix_finaliser((hashed[(e - 1) // hash_block] + (e - (e - 1) // hash_block * hash_block) * GOLDEN) & ((1 << 64) - 1)) for e in ends]
+        assert got == want
+
+
+def test_opaque_key_is_the_chained_blake2b_digest():
+    """One hasher call over the parent's key and the payload: the digest of both fed in turn."""
+    h = hashlib.blake2b(digest_size=8)
+    h.update((2**64 - 5).to_bytes(8, "little"))
+    h.update(b"salt" + (7).to_bytes(8, "little"))
+    assert opaque_key(7, 2**64 - 5, b"salt") == int.from_bytes(h.digest(), "little")
+    assert chain_opaque([7, -1], None, b"s") == [opaque_key(7, None, b"s"), opaque_key(2**64 - 1, opaque_key(7, None, b"s"), b"s")]
 
 
 def test_common_prefix_and_spread_ties():
