@@ -203,7 +203,7 @@ class FreeQueue:
         if not blocks:
             return
         at = self._base + len(self._back)
-        if at + len(blocks) > self.POSITIONS:
+        if at + len(blocks) > self.POSITIONS or self._holes > max(64, len(self._back) - self._head - self._holes):
             at = self._renumber()
         if len(blocks) == 1:
             self._pos[blocks[0]] = at
@@ -213,7 +213,11 @@ class FreeQueue:
         self.size += len(blocks)
 
     def _renumber(self) -> int:
-        """Number the back list's live blocks from 0 again (positions are int32, to keep a
+        """Rebuild the back list without its holes, its live blocks numbered from 0 again.
+
+        Done when holes outnumber live blocks: a node whose prompts keep hitting cached blocks
+        and freeing them again (hole, then append) may seldom pop its back list, which would
+        otherwise grow without bound. And when positions run out (they are int32, to keep a
         64-node cluster's memory low; a node passes 2**31 appended blocks only after weeks of
         live traffic). Returns where the next block goes."""
         live = self._without_holes(self._back[self._head :])

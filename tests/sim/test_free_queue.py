@@ -111,3 +111,25 @@ def test_positions_start_again_from_zero_when_they_run_out(monkeypatch):
         assert list(fq) == ref.order()
         assert all(b in fq for b in ref.back) and not any(b in fq for b in held)
         fq.check()
+
+
+def test_hits_freed_again_and_again_do_not_grow_the_back_list():
+    """A node whose requests keep hitting their cached blocks and freeing them again (a hole,
+    then an append) and never allocates: the back list is rebuilt once holes outnumber live
+    blocks, so it stays near the queue's size (without that, 20,000 rounds left ~200,000)."""
+    rng = random.Random(3)
+    fq, ref = FreeQueue(100), ListQueue(100)
+    run = [b for part in fq.pop_front(99) for b in part]
+    ref.pop_front(99)
+    fq.extend(run)
+    ref.back += run
+    for _ in range(int(20_000 * SCALE)):
+        hits = rng.sample(ref.back, 10)
+        for b in hits:
+            fq.remove(b)
+            ref.back.remove(b)
+        fq.extend(hits)
+        ref.back += hits
+        assert len(fq._back) <= 2 * 99 + 64 + 10
+    assert list(fq) == ref.order()
+    fq.check()
