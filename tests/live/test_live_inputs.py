@@ -12,7 +12,7 @@ from kvtui.live.delivery import Received, ingest
 from kvtui.live.engines import load_engines
 from kvtui.errors import InputError
 from kvtui.live.state import LiveState
-from kvtui.live.wire import BlockStored, decode_message
+from kvtui.live.wire import Batch, BlockStored, decode_message
 
 SEQ0 = (0).to_bytes(8, "big")
 
@@ -142,3 +142,11 @@ def test_live_needs_an_engine_and_each_name_once(tmp_path, capsys):
 def test_route_mode_arguments_are_checked(extra, message, capsys):
     assert cli_main(["live", "--engine", "a=tcp://127.0.0.1:1", "--no-ui", "--duration", "1", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_stored_event_with_no_full_block_is_taken_without_error():
+    """A first block (no parent) shorter than the block size chains no key: the index is told
+    of nothing, where it used to index the first of no keys (IndexError out of `ingest`)."""
+    state = LiveState()
+    state.apply("e0", Batch(1, 0.0, (BlockStored((1,), None, (1, 2, 3), 16, None, "GPU"),), None))
+    assert state.kv_index.keys_on("e0") == set()

@@ -116,7 +116,7 @@ class KVIndex:
         walk was most of the index's cost per request, for prompts nobody holds). It grows by
         one entry per distinct first block stored (a small part of what a run keeps per request)."""
         if first == 0:
-            self._firsts.add(keys[0])
+            self._firsts.update(keys[:1])  # a live event may store no full block
         elif first < 0:
             self._firsts.update(keys)
         self._sets(node)[_SLOT[medium]].update(keys)
