@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from kvtui.files import write_output
 
@@ -97,6 +97,12 @@ def check_policy(name: str | None, flag: str = "--policy") -> None:
         raise UsageError(f"{flag}: {unknown_policy(name)}")
 
 
+@overload
+def name_list(text: str, flag: str) -> list[str]: ...
+@overload
+def name_list(text: None, flag: str) -> None: ...
+@overload
+def name_list(text: str | None, flag: str) -> list[str] | None: ...
 def name_list(text: str | None, flag: str) -> list[str] | None:
     """The names in a comma-separated `flag` value, or None when the flag was not given.
 

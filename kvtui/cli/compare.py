@@ -10,6 +10,7 @@ from kvtui.cli.common import (
     UsageError,
     add_run_options,
     load,
+    name_list,
     policy_list,
     print_workload_notes,
     run_budget,
@@ -32,10 +33,7 @@ def _parse_sweep(text: str) -> tuple[str, list[str]]:
     key, sep, values = text.partition("=")
     if not sep or not key or not values:
         raise UsageError(f"--sweep wants KEY=V1,V2,...; got {text!r}")
-    vals = [v.strip() for v in values.split(",") if v.strip()]
-    if not vals:  # `--sweep KEY=,` ran nothing and printed an empty table
-        raise UsageError(f"--sweep {key}: no values in {text!r}")
-    return key, vals
+    return key, name_list(values, f"--sweep {key}")  # `--sweep KEY=,` is a usage error
 
 
 def _parse_rates(text: str) -> list[float]:

@@ -49,7 +49,7 @@ from kvtui.events import (
 from kvtui.run import narrate_pd
 from kvtui.run.facts import Facts, NoFacts
 
-__all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "fmt_score", "life_lines", "life_rows", "request_of", "summary"]
+__all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "fmt_score", "life_lines", "life_rows", "plural", "request_of", "summary"]
 
 
 # ---------------------------------------------------------------------- number formatting
@@ -77,8 +77,9 @@ def fmt_ms(seconds: float) -> str:
     return f"{seconds:,.1f} s"
 
 
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{fmt_int(n)} {word if n == 1 else (plural or word + 's')}"
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 snapshot`, `3 snapshots`: a count with its noun in agreement (`many` when not `word`+s)."""
+    return f"{fmt_int(n)} {word if n == 1 else (many or word + 's')}"
 
 
 def _block_range(first: int, last: int) -> str:
@@ -163,7 +164,7 @@ def summary(ev: Event) -> str:
         case BlocksEvicted():
             return _summary_evicted(ev)
         case RequestPreempted():
-            return f"PREEMPT {ev.node}: {ev.request} ({_plural(ev.freed_blocks, 'block')} freed) for {_needed_by(ev)}"
+            return f"PREEMPT {ev.node}: {ev.request} ({plural(ev.freed_blocks, 'block')} freed) for {_needed_by(ev)}"
         case NodeDown():
             return _summary_node_down(ev)
         case NodeUp():
@@ -171,7 +172,7 @@ def summary(ev: Event) -> str:
         case NodeCacheCleared():
             return f"CLEARED {ev.node}: {ev.keys} cached keys dropped"
         case PrefixPinned():
-            return f"PIN {ev.node}: {_plural(ev.blocks, 'block')} of {ev.group}'s system prompt"
+            return f"PIN {ev.node}: {plural(ev.blocks, 'block')} of {ev.group}'s system prompt"
         case ControlPlaneCrashed():
             return f"CRASH control plane after {ev.records} WAL records"
         case ControlPlaneRecovered():
@@ -205,13 +206,13 @@ def _summary_evicted(ev: BlocksEvicted) -> str:
     groups = Counter(ev.groups)
     whose = ", ".join(f"{g or '?'} x{n}" for g, n in groups.most_common())
     tier = " CPU tier" if ev.medium == "cpu" else ""
-    return f"EVICT {ev.node}{tier}: {_plural(len(ev.keys), 'block')} ({whose}) for {ev.for_request}"
+    return f"EVICT {ev.node}{tier}: {plural(len(ev.keys), 'block')} ({whose}) for {ev.for_request}"
 
 
 def _summary_node_down(ev: NodeDown) -> str:
     moved = f", {len(ev.rerouted)} re-routed" if ev.rerouted else ""
     failed = f", {len(ev.failed)} failed" if ev.failed else ""
-    return f"DOWN {ev.node}: {_plural(ev.lost_blocks, 'block')} in use lost{moved}{failed}"
+    return f"DOWN {ev.node}: {plural(ev.lost_blocks, 'block')} in use lost{moved}{failed}"
 
 
 def _summary_scheduled(ev: RequestScheduled) -> str:
@@ -224,8 +225,8 @@ def _summary_scheduled(ev: RequestScheduled) -> str:
 def _prompt_phrase(req: str, info: RequestInfo | None, prompt_blocks: int, bs: int) -> str:
     if info is not None:
         turn = f" (turn {info.turn} of session {info.session}, group {info.group})" if info.turn > 1 else f" (group {info.group})"
-        return f"{req}{turn} has {fmt_int(info.prompt_tokens)} prompt tokens = {_plural(prompt_blocks, 'full block')} of {bs}."
-    return f"{req} has {_plural(prompt_blocks, 'full prompt block')} of {bs} tokens."
+        return f"{req}{turn} has {fmt_int(info.prompt_tokens)} prompt tokens = {plural(prompt_blocks, 'full block')} of {bs}."
+    return f"{req} has {plural(prompt_blocks, 'full prompt block')} of {bs} tokens."
 
 
 def _holdings(cands: tuple[Candidate, ...], total: int) -> str:
@@ -286,7 +287,7 @@ def _explain_route(ev: RouteDecided, facts: Facts, history: History | None) -> s
         if p >= total:
             out.append("Only the tokens after the last full block need prefill.")
         elif p > 0:
-            out.append(f"It must prefill {_plural(total - p, 'block')} ({fmt_int((total - p) * bs)} tokens) that no cache holds there.")
+            out.append(f"It must prefill {plural(total - p, 'block')} ({fmt_int((total - p) * bs)} tokens) that no cache holds there.")
         else:
             out.append("It must prefill the whole prompt.")
     return " ".join(out)
@@ -323,12 +324,12 @@ def _explain_rejected(ev: RequestRejected, history: History | None) -> str:
 
 def _explain_evicted(ev: BlocksEvicted, facts: Facts, history: History | None) -> str:
     groups = Counter(ev.groups)
-    whose = _and_list([f"{_plural(n, 'block')} of group {g or '?'}" for g, n in groups.most_common()])
+    whose = _and_list([f"{plural(n, 'block')} of group {g or '?'}" for g, n in groups.most_common()])
     n = len(ev.keys)
     if ev.medium == "cpu":
         return (
             f"{ev.node}'s CPU tier is full: to keep blocks the GPU just evicted for {ev.for_request}, it drops "
-            f"its {_plural(n, 'least recently used block')} ({whose}). These are now gone from the node "
+            f"its {plural(n, 'least recently used block')} ({whose}). These are now gone from the node "
             f"altogether: a request with that prefix will recompute them."
         )
     out = [
@@ -360,7 +361,7 @@ def _explain_load(ev: RequestScheduled, facts: Facts) -> str:
     bs = facts.block_size
     tokens = ev.loaded_blocks * bs
     text = (
-        f"{_plural(ev.loaded_blocks, 'more block')} ({fmt_int(tokens)} tokens) came from {ev.node}'s CPU tier, "
+        f"{plural(ev.loaded_blocks, 'more block')} ({fmt_int(tokens)} tokens) came from {ev.node}'s CPU tier, "
         f"loaded over the host link in {fmt_ms(ev.load_s)}, added to this iteration"
     )
     alone = facts.prefill_seconds(ev.node, tokens, ev.hit_blocks * bs)
@@ -378,7 +379,7 @@ def _explain_preempted(ev: RequestPreempted) -> str:
             f"{ev.request}, the most recently admitted request"
         )
     return (
-        f"{ev.node} ran out of free blocks: {who}. Its {_plural(ev.freed_blocks, 'block')} are freed and "
+        f"{ev.node} ran out of free blocks: {who}. Its {plural(ev.freed_blocks, 'block')} are freed and "
         f"its {fmt_int(ev.tokens_done)} computed tokens will be recomputed when it is scheduled again "
         f"(vLLM recompute preemption; it goes back to the front of the queue)."
     )
@@ -397,18 +398,18 @@ def _explain_scheduled(ev: RequestScheduled, facts: Facts) -> str:
             out.append(f"None of its {ev.prompt_blocks} prompt blocks was cached here.")
         if ev.loaded_blocks:
             out.append(_explain_load(ev, facts) + f" In all {fmt_int(ev.cached_tokens)} tokens skip prefill.")
-    out.append(f"It takes {_plural(ev.new_blocks, 'new block')}, leaving {fmt_int(ev.free_blocks)} free (empty or cached-idle).")
+    out.append(f"It takes {plural(ev.new_blocks, 'new block')}, leaving {fmt_int(ev.free_blocks)} free (empty or cached-idle).")
     if ev.resumed:
         out.append("After a preemption the work is recomputed, minus whatever prefix is still cached.")
     return " ".join(out)
 
 
 def _explain_node_down(ev: NodeDown) -> str:
-    out = [f"{ev.node} fails: its GPU memory is gone, with {_plural(ev.lost_blocks, 'block')} in use and every cached prefix."]
+    out = [f"{ev.node} fails: its GPU memory is gone, with {plural(ev.lost_blocks, 'block')} in use and every cached prefix."]
     if ev.rerouted:
-        out.append(f"{_plural(len(ev.rerouted), 'in-flight request')} ({_names(ev.rerouted)}) {'goes back to the router and starts' if len(ev.rerouted) == 1 else 'go back to the router and start'} over elsewhere.")
+        out.append(f"{plural(len(ev.rerouted), 'in-flight request')} ({_names(ev.rerouted)}) {'goes back to the router and starts' if len(ev.rerouted) == 1 else 'go back to the router and start'} over elsewhere.")
     if ev.failed:
-        out.append(f"{_plural(len(ev.failed), 'in-flight request')} ({_names(ev.failed)}) fail.")
+        out.append(f"{plural(len(ev.failed), 'in-flight request')} ({_names(ev.failed)}) fail.")
     if not ev.rerouted and not ev.failed:
         out.append("It had no requests in flight.")
     out.append(f"The KV index forgets {ev.node}'s blocks, so prefix routing stops sending work there.")
@@ -418,7 +419,7 @@ def _explain_node_down(ev: NodeDown) -> str:
 def _explain_recovered(ev: ControlPlaneRecovered) -> str:
     same = ev.digest_before == ev.digest_after
     out = [
-        f"The control plane recovered by replaying {_plural(ev.records, 'WAL record')} in {fmt_ms(ev.downtime)} of downtime.",
+        f"The control plane recovered by replaying {plural(ev.records, 'WAL record')} in {fmt_ms(ev.downtime)} of downtime.",
         f"State digest before the crash {ev.digest_before[:12]}, after recovery {ev.digest_after[:12]}: "
         + ("identical, nothing acknowledged was lost." if same else "DIFFERENT: recovered state does not match."),
     ]
@@ -453,14 +454,14 @@ def _explain_arrived(ev: RequestArrived, facts: Facts) -> str:
     )
     return (
         f"{ev.request} arrives from group {ev.group}, {turn}. It has {fmt_int(ev.prompt_tokens)} prompt tokens "
-        f"= {_plural(ev.prompt_tokens // bs, 'full block')} of {bs} (only full blocks can be cached) "
+        f"= {plural(ev.prompt_tokens // bs, 'full block')} of {bs} (only full blocks can be cached) "
         f"and asks for {fmt_int(ev.output_tokens)} output tokens."
     )
 
 
 def _explain_offloaded(ev: BlocksStored) -> str:
     return (
-        f"The GPU of {ev.node} evicted {_plural(len(ev.keys), 'block')} of group {ev.group} (to make room for "
+        f"The GPU of {ev.node} evicted {plural(len(ev.keys), 'block')} of group {ev.group} (to make room for "
         f"{ev.request}); its CPU tier keeps them, least recently used dropped first when full. The router's "
         f"index now lists them on {ev.node} in the CPU tier, worth less than GPU blocks to its scorer."
     )
@@ -469,7 +470,7 @@ def _explain_offloaded(ev: BlocksStored) -> str:
 def _explain_stored(ev: BlocksStored) -> str:
     last = ev.first_index + len(ev.keys) - 1
     return (
-        f"{ev.node} caches {_plural(len(ev.keys), 'full block')} of {ev.request} (group {ev.group}, "
+        f"{ev.node} caches {plural(len(ev.keys), 'full block')} of {ev.request} (group {ev.group}, "
         f"{_block_range(ev.first_index, last)} of its sequence) under chained hash keys. A later request "
         f"whose tokens start the same way finds them and skips their prefill."
     )
@@ -481,7 +482,7 @@ def _explain_completed(ev: RequestCompleted) -> str:
         if ev.cached_tokens
         else f"None of its {fmt_int(ev.prompt_tokens)} prompt tokens came from cache (miss)"
     )
-    pre = f" It was preempted {_plural(ev.preemptions, 'time')}." if ev.preemptions else ""
+    pre = f" It was preempted {plural(ev.preemptions, 'time')}." if ev.preemptions else ""
     decode = (
         f"TPOT {fmt_ms(ev.tpot)} per token over {fmt_int(ev.output_tokens)} tokens"
         if ev.output_tokens > 1
@@ -553,17 +554,17 @@ def explain(ev: Event | None, facts: Facts | None = None, history: History | Non
         case BatchStepped():
             return _explain_batch(ev, facts)
         case NodeUp():
-            return f"{ev.node} is back with {_plural(ev.kv_blocks, 'empty block')}: its cache starts cold, so the first requests routed there miss."
+            return f"{ev.node} is back with {plural(ev.kv_blocks, 'empty block')}: its cache starts cold, so the first requests routed there miss."
         case NodeCacheCleared():
-            return f"{ev.node}'s cache is cleared: {_plural(ev.keys, 'cached key')} dropped at once (vLLM's AllBlocksCleared KV event)."
+            return f"{ev.node}'s cache is cleared: {plural(ev.keys, 'cached key')} dropped at once (vLLM's AllBlocksCleared KV event)."
         case PrefixPinned():
             return (
-                f"{ev.node} pins group {ev.group}'s system prompt: {_plural(ev.blocks, 'block')} preloaded and never evicted, "
+                f"{ev.node} pins group {ev.group}'s system prompt: {plural(ev.blocks, 'block')} preloaded and never evicted, "
                 f"so every {ev.group} request routed there hits at least that prefix."
             )
         case ControlPlaneCrashed():
             return (
-                f"The control plane crashes after {_plural(ev.records, 'WAL record')} (state digest {ev.digest[:12]}). "
+                f"The control plane crashes after {plural(ev.records, 'WAL record')} (state digest {ev.digest[:12]}). "
                 f"Its in-memory state is lost; it will recover by replaying its write-ahead log."
             )
         case ControlPlaneRecovered():
@@ -601,7 +602,7 @@ def life_rows(request: str, life: tuple[Event, ...]) -> list[tuple[str, str]]:
     the times and the candidates' tree marks stay a column a reader can run down."""
     if not life:
         return [("", f"{request}: nothing known (not arrived yet, or older than the journal keeps).")]
-    out = [("", f"{request}: {_plural(len(life), 'event')} so far")]
+    out = [("", f"{request}: {plural(len(life), 'event')} so far")]
     t0 = life[0].t
     for ev in life:
         out.append((f"{ev.t:.3f}s (+{ev.t - t0:.3f})  ", _life_step(ev)))
@@ -633,17 +634,17 @@ def _life_step(ev: Event) -> str:
             return (f"scheduled{again} on {ev.node}: {ev.hit_blocks}/{ev.prompt_blocks} prompt blocks from cache, "
                     f"{ev.new_blocks} new, {ev.free_blocks} free")
         case BlocksStored():
-            return (f"stored {_plural(len(ev.keys), 'full block')} on {ev.node} (prefill/decode chunk from block "
+            return (f"stored {plural(len(ev.keys), 'full block')} on {ev.node} (prefill/decode chunk from block "
                     f"{ev.first_index}, {ev.medium})")
         case BlocksEvicted():
-            return f"evicted others' blocks for room: {_plural(len(ev.keys), 'block')} on {ev.node}"
+            return f"evicted others' blocks for room: {plural(len(ev.keys), 'block')} on {ev.node}"
         case FirstToken():
             return f"first token on {ev.node}: TTFT {ev.ttft * 1000:.1f} ms"
         case RequestPreempted():
-            return (f"preempted on {ev.node} for {_needed_by(ev)}: {_plural(ev.freed_blocks, 'block')} freed, "
+            return (f"preempted on {ev.node} for {_needed_by(ev)}: {plural(ev.freed_blocks, 'block')} freed, "
                     f"{ev.tokens_done} tokens to recompute")
         case RequestCompleted():
-            return (f"completed on {ev.node}: {_hit_phrase(ev.hit)}, {_plural(ev.cached_tokens, 'cached token')}, "
+            return (f"completed on {ev.node}: {_hit_phrase(ev.hit)}, {plural(ev.cached_tokens, 'cached token')}, "
                     f"TTFT {ev.ttft * 1000:.1f} ms, E2E {ev.e2e:.2f} s")
         case RequestRejected():
             return f"rejected: {ev.reason}"

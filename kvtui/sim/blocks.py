@@ -427,13 +427,14 @@ class BlockPool:
         every one, copies included, in one stored event (vLLM's `cache_full_blocks`)."""
         if end <= start:
             return
+        new_keys = tuple(keys[start:end])  # registered, then named in the stored event
         if end - start == 1:  # the decode path's case: one block filled up
-            self._register(blocks[start], keys[start])
+            self._register(blocks[start], new_keys[0])
         else:
-            self._register_many(blocks[start:end], keys[start:end])
+            self._register_many(blocks[start:end], new_keys)
         self.version += 1
         if self.on_stored is not None:
-            self.on_stored(request, group, tuple(keys[start:end]), keys[start - 1] if start > 0 else None, start)
+            self.on_stored(request, group, new_keys, keys[start - 1] if start > 0 else None, start)
 
     def _register_many(self, new_blocks: list[int], new_keys: Sequence[int]) -> None:
         """`_register` for each pair, in one C-level pass of `setdefault`: it keeps an older

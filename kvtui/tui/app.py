@@ -37,7 +37,7 @@ from kvtui.tui.controls import bindings, help_rows, palette
 from kvtui.run import SEEK_KINDS, Run
 from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.give_way import GivesWay
-from kvtui.tui.reachable import why_unreachable
+from kvtui.tui.reachable import NO_STORE, why_unreachable
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 from kvtui.tui.toasts import FittedToasts
@@ -671,11 +671,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.notify("The run has ended. R restarts it.", title="Control plane")
             return
         if not self.runner.has_store:
-            self.notify(
-                "This scenario has no metadata: section, so the control plane keeps no log to "
-                "crash and recover (try scenarios/crash-recovery.yaml).",
-                title="Control plane",
-            )
+            self.notify(NO_STORE, title="Control plane")
         elif self.runner.control_plane_down:
             self.notify("The control plane is already recovering.", title="Control plane")
         else:

@@ -73,14 +73,14 @@ def difference_text(left: str, a: KeyFigures, right: str, b: KeyFigures, width: 
     return text
 
 
-_LONG = ("token hit rate", "pts", "TTFT p50", "p95", "rejections", "evicted blocks", " · ")
-_SHORT = ("hits", "pts", "TTFT p50", "p95", "rej", "evict", " · ")
+_LONG = ("token hit rate", "TTFT p50", "p95", "rejections", "evicted blocks", " · ")
+_SHORT = ("hits", "TTFT p50", "p95", "rej", "evict", " · ")
 
 
 def _difference(labels: tuple[str, ...], left: str, a: KeyFigures, right: str, b: KeyFigures) -> str:
-    hits, pts, p50, p95, rej, evicted, sep = labels
+    hits, p50, p95, rej, evicted, sep = labels
     gap = _shown_percent(b.token_hit_rate) - _shown_percent(a.token_hit_rate)
-    parts = [f"{hits} {gap:+d} {pts[:-1] if abs(gap) == 1 else pts}"]  # "+1 pt", not "+1 pts"
+    parts = [f"{hits} {gap:+d} {'pt' if abs(gap) == 1 else 'pts'}"]
     if a.ttft_p50_ms is not None and b.ttft_p50_ms is not None:
         parts.append(f"{p50} {b.ttft_p50_ms - a.ttft_p50_ms:+.1f} ms")
     if a.ttft_p95_ms is not None and b.ttft_p95_ms is not None:

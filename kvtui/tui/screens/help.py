@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -42,7 +43,7 @@ def two_columns(rows: Sequence[tuple[str, str]], indent: int = 0) -> Table:
     t.add_column(no_wrap=True, width=indent + max((len(k) for k, _ in rows), default=3) + 2)
     t.add_column()
     for name, text in rows:
-        t.add_row(" " * indent + name, text)
+        t.add_row(Text(" " * indent + name), Text(text))  # plain text: a "[b]" in help stays as typed
     return t
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from kvtui.run.narrate import plural
 from kvtui.tui.widgets.in_place import update_in_place
 
 
@@ -47,14 +48,9 @@ def _wal_text(run) -> str:
     size = w.get("bytes", 0)
     size_text = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
     return (
-        f" · WAL {_count(w.get('records', 0), 'record')} {size_text}, "
-        f"{_count(w.get('snapshots', 0), 'snapshot')}, {_count(w.get('recoveries', 0), 'recovery', 'recoveries')}{state}"
+        f" · WAL {plural(w.get('records', 0), 'record')} {size_text}, "
+        f"{plural(w.get('snapshots', 0), 'snapshot')}, {plural(w.get('recoveries', 0), 'recovery', 'recoveries')}{state}"
     )
-
-
-def _count(n: int, word: str, plural: str | None = None) -> str:
-    """`1 snapshot`, `3 snapshots`: the line read "1 snapshots" after the first snapshot."""
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
 class StatsLine(Static):
