@@ -22,6 +22,7 @@ import http.client
 import json
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -121,6 +122,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class GatewayExited(Exception):
+    """The launcher died before its workers were ready (its port, picked free a moment before,
+    may have been taken in between: `free_port` cannot hold it for the child)."""
+
+
+def start_gateway(peer, urls: list[str], attempts: int = 3) -> tuple["Gateway", list[str]]:
+    """A gateway with every worker registered, and their order; relaunched on a new port when
+    one dies before it is ready (a CI run once waited the full minute on such a gateway)."""
+    attempt = 1
+    while True:
+        gw = Gateway(peer, urls)
+        try:
+            return gw, gw.wait_ready()
+        except GatewayExited:
+            gw.close()
+            if attempt == attempts:
+                raise
+            attempt += 1
+        except BaseException:
+            gw.close()
+            raise
+
+
 class Gateway:
     """sglang-router's launcher in the peer's venv, cache_aware over the fake workers."""
 
@@ -132,7 +156,8 @@ class Gateway:
                 "--disable-retries", "--disable-circuit-breaker"]
         for knob, value in KNOBS.items():
             args += [f"--{knob.replace('_', '-')}", str(value)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.log = tempfile.TemporaryFile()  # its stderr, read back if it exits before it is ready
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log)
         self.urls = urls
 
     def get(self, path: str) -> dict:
@@ -150,6 +175,9 @@ class Gateway:
         """The worker URLs in the gateway's own order, once every one is registered and healthy."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                raise GatewayExited(f"exit {self.proc.returncode}: {self.log.read().decode(errors='replace')[-2000:]}")
             try:
                 ws = self.workers()
                 if len(ws) == len(self.urls) and all(w["is_healthy"] for w in ws):
@@ -157,7 +185,7 @@ class Gateway:
             except (OSError, ValueError, KeyError):
                 pass
             time.sleep(0.2)
-        raise AssertionError("the gateway did not register its workers")
+        raise AssertionError(f"the gateway did not register its workers in {timeout:.0f} s")
 
     def send(self, rid: str, text: str) -> threading.Thread:
         """POST /generate in a thread (it returns when the worker is released)."""
@@ -180,6 +208,7 @@ class Gateway:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
 
 
 # ------------------------------------------------------------------------- the stream
@@ -220,9 +249,8 @@ def run_pair(peer, decisions: int, seed: int, tie_break: str = "deterministic") 
     rng = np.random.default_rng(seed)
     stems = ["".join(ALPHABET[int(i)] for i in rng.integers(len(ALPHABET), size=12)) for _ in range(3)]
     workers = FakeWorkers(WORKERS)
-    gw = Gateway(peer, workers.urls())
+    gw, order = start_gateway(peer, workers.urls())
     try:
-        order = gw.wait_ready()
         policy = SGLangCacheAware(eviction_interval_s=0, max_tree_size=2**26, tie_break=tie_break, **KNOBS)
         states = [state(u) for u in order]
         ctx = Context(rng=np.random.default_rng(seed), block_size=BLOCK_TOKENS, sessions={})
