@@ -1,13 +1,16 @@
 """Engine speed: simulated requests per wall second, microseconds per request.
 
-Run:  python benchmarks/engine_bench.py [--quick]
+Run:  python benchmarks/engine_bench.py [--quick] [--rounds 3]
 
-Prints, for the standard workload (benchmarks/standard.yaml) and for scenarios/pressure.yaml:
-wall time, simulated requests per wall second, microseconds per request, events per request,
-and ratios against two baselines measured in the same run on this machine:
-- `loop floor`: a bare loop (kvtui/sim/loop.py, the engine's) that schedules as many timeouts
-  as the engine processed loop events — the cost of the discrete-event kernel alone;
-- `simpy floor`: the same on simpy, which the engine ran on before issue 23's own loop;
+Prints, for the standard workload (benchmarks/standard.yaml) and for scenarios/pressure.yaml,
+the engine on each of its two event loops (kvtui/sim/event_loop.py: simpy, the pure build's,
+and kvtui/sim/loop.py, the compiled build's twin, here run pure), `--rounds` alternated rounds
+each, medians of CPU seconds (the machine is shared: wall time moves with the neighbours):
+simulated requests per CPU second, microseconds per request, events per request, the ratio
+simpy / kvtui's loop, and ratios against baselines measured in the same run on this machine:
+- `loop floor`: a bare loop (kvtui/sim/loop.py) that schedules as many timeouts as the engine
+  processed loop events — the cost of the discrete-event kernel alone;
+- `simpy floor`: the same on simpy;
 - `workload only`: generating and hashing the same requests with no cluster behind them.
 The issue's target is < 0.5 ms per simulated request.
 """
@@ -15,6 +18,8 @@ The issue's target is < 0.5 ms per simulated request.
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,29 +34,15 @@ from kvtui.sim import loop  # noqa: E402
 from kvtui.sim.engine import Simulation  # noqa: E402
 
 TARGET_US = 500.0
+LOOPS = ("kvtui", "simpy")
 
 
-class CountingEnv(loop.Environment):
-    """The engine's loop, counting the events it processes."""
-
-    def __init__(self):
-        super().__init__()
-        self.processed = 0
-
-    def run_through(self, limit: float, most: int) -> int:
-        done = super().run_through(limit, most)
-        self.processed += done
-        return done
-
-
-def run_engine(scenario) -> tuple[float, Simulation, int, int]:
-    t0 = time.perf_counter()
-    orig = loop.Environment
-    loop.Environment = CountingEnv  # the engine builds its env through the module attribute
-    try:
-        sim = Simulation(scenario)
-    finally:
-        loop.Environment = orig
+def run_engine(scenario, loop_name: str) -> tuple[float, Simulation, int, int]:
+    """One whole run on the loop `loop_name`: CPU seconds, the simulation, loop events processed
+    (scheduled, counted by the loop's ids, less those still queued) and engine events heard."""
+    os.environ["KVTUI_LOOP"] = loop_name
+    t0 = time.process_time()
+    sim = Simulation(scenario)
     events = 0
 
     def count(_ev):
@@ -60,7 +51,10 @@ def run_engine(scenario) -> tuple[float, Simulation, int, int]:
 
     sim.subscribe(count)
     sim.run()
-    return time.perf_counter() - t0, sim, sim.env.processed, events
+    seconds = time.process_time() - t0
+    env = sim.env
+    ids = env._ids if isinstance(env, loop.Environment) else env._eid  # type: ignore[attr-defined]
+    return seconds, sim, next(ids) - len(env._queue), events
 
 
 def kernel_floor(env, n_events: int) -> float:
@@ -69,10 +63,10 @@ def kernel_floor(env, n_events: int) -> float:
             yield env.timeout(0.001)
 
     env.process(proc())
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     while env.peek() != float("inf"):
         env.step()
-    return time.perf_counter() - t0
+    return time.process_time() - t0
 
 
 def workload_only(scenario) -> float:
@@ -90,39 +84,48 @@ def workload_only(scenario) -> float:
         ev.succeed("completed")
         return ev
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     wl.start(env, submit)
     env.run_through(float("inf"), sys.maxsize)
-    return time.perf_counter() - t0
+    return time.process_time() - t0
 
 
-def bench(label: str, scenario) -> None:
-    wall, sim, loop_events, events = run_engine(scenario)
+def bench(label: str, scenario, rounds: int) -> None:
+    cpu: dict[str, list[float]] = {name: [] for name in LOOPS}
+    for _ in range(rounds):  # alternated, so that a neighbour's load falls on both loops alike
+        for name in LOOPS:
+            seconds, sim, loop_events, events = run_engine(scenario, name)
+            cpu[name].append(seconds)
     m = sim.metrics
     n = max(m.arrived, 1)
+    print(f"\n== {label}: {m.arrived:,} requests ({m.completed:,} completed, {m.rejected:,} rejected), "
+          f"{sim.now:,.1f} s simulated, {events / n:.1f} events/request, {loop_events / n:.1f} loop events/request")
+    for name in LOOPS:
+        cpu_s = statistics.median(cpu[name])
+        print(f"  engine on {name:6s} {cpu_s:8.3f} CPU s   {n / cpu_s:10,.0f} req/s   {cpu_s / n * 1e6:8.1f} us/request"
+              f"   (rounds: {', '.join(f'{c:.3f}' for c in cpu[name])})")
+    simpy_cpu, kvtui_cpu = statistics.median(cpu["simpy"]), statistics.median(cpu["kvtui"])
+    print(f"  simpy / kvtui's loop = {simpy_cpu / kvtui_cpu:6.3f}x")
     floor = kernel_floor(loop.Environment(), loop_events)
     simpy_floor = kernel_floor(simpy.Environment(), loop_events)
     wl = workload_only(scenario)
-    us = wall / n * 1e6
-    print(f"\n== {label}: {m.arrived:,} requests ({m.completed:,} completed, {m.rejected:,} rejected), "
-          f"{sim.now:,.1f} s simulated")
-    print(f"  engine        {wall:8.3f} s   {n / wall:10,.0f} req/s   {us:8.1f} us/request   "
-          f"{events / n:6.1f} events/request   {loop_events / n:6.1f} loop events/request")
-    print(f"  loop floor    {floor:8.3f} s   engine / floor = {wall / floor:6.2f}x")
-    print(f"  simpy floor   {simpy_floor:8.3f} s   engine / floor = {wall / simpy_floor:6.2f}x")
-    print(f"  workload only {wl:8.3f} s   engine / workload = {wall / wl:6.2f}x")
-    print(f"  target        {TARGET_US:8.0f} us/request   engine / target = {us / TARGET_US:6.2f}x "
+    us = simpy_cpu / n * 1e6
+    print(f"  loop floor    {floor:8.3f} s   engine (simpy) / floor = {simpy_cpu / floor:6.2f}x")
+    print(f"  simpy floor   {simpy_floor:8.3f} s   engine (simpy) / floor = {simpy_cpu / simpy_floor:6.2f}x")
+    print(f"  workload only {wl:8.3f} s   engine (simpy) / workload = {simpy_cpu / wl:6.2f}x")
+    print(f"  target        {TARGET_US:8.0f} us/request   engine (simpy) / target = {us / TARGET_US:6.2f}x "
           f"({'meets' if us < TARGET_US else 'misses'} the target)")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="1,000 requests instead of 10,000")
+    p.add_argument("--rounds", type=int, default=3, help="alternated rounds of each loop (default 3)")
     args = p.parse_args()
     overrides = ["workload.requests=1000"] if args.quick else []
-    bench("standard (4 nodes, 512 in / 256 out, 20 req/s, roofline)", load_scenario(ROOT / "benchmarks/standard.yaml", overrides))
-    bench("scenarios/pressure.yaml (with its WAL store)", load_scenario(ROOT / "scenarios/pressure.yaml"))
-    bench("scenarios/pressure.yaml without the store", load_scenario(ROOT / "scenarios/pressure.yaml", ["metadata=null"]))
+    bench("standard (4 nodes, 512 in / 256 out, 20 req/s, roofline)", load_scenario(ROOT / "benchmarks/standard.yaml", overrides), args.rounds)
+    bench("scenarios/pressure.yaml (with its WAL store)", load_scenario(ROOT / "scenarios/pressure.yaml"), args.rounds)
+    bench("scenarios/pressure.yaml without the store", load_scenario(ROOT / "scenarios/pressure.yaml", ["metadata=null"]), args.rounds)
     return 0
 
 

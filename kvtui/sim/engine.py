@@ -1,4 +1,4 @@
-"""The Simulation: owns the event loop (kvtui/sim/loop.py), the RNG, the nodes, the router and the event bus.
+"""The Simulation: owns the event loop (kvtui/sim/event_loop.py), the RNG, the nodes, the router and the event bus.
 
 Drive it three ways, all giving the same event sequence for the same scenario and seed:
 `step()` returns the next event (the app's single-step), `run_until(t)` advances sim time (the
@@ -17,7 +17,7 @@ import sys
 from typing import Callable, cast
 
 import numpy as np
-from kvtui.sim import loop
+from kvtui.sim import event_loop, loop
 
 from kvtui.events import (
     BatchStepped,
@@ -51,7 +51,7 @@ class Simulation:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.policy_name = policy or scenario.router.policy
-        self.env = loop.Environment()
+        self.env = event_loop.environment()
         self.bus = Bus(self.env)
         root = np.random.SeedSequence(self.seed)
         workload_seq, router_seq = root.spawn(2)
@@ -150,7 +150,7 @@ class Simulation:
     # ------------------------------------------------------------------ the request path
     def submit(self, req: Request) -> loop.Event:
         """Called by the workload: a request arrives at the router."""
-        req.done = loop.Event(self.env)
+        req.done = self.env.event()
         req.arrival = self.env.now
         self.bus.emit(
             RequestArrived,

@@ -1,10 +1,12 @@
-"""The event loop under the engine: simpy's ordering, for exactly what kvtui asks of it.
+"""simpy's twin: simpy's ordering, for exactly what kvtui asks of it, in code mypyc compiles.
 
-Issue 23 step 3. The engine ran on simpy 4.1.2 (gitlab.com/team-simpy/simpy: simpy/core.py,
-simpy/events.py, read as installed from PyPI), whose general machinery (failure copies,
-condition values, property lookups, `BoundClass` indirection) costs more per event than kvtui
-needs. This loop keeps simpy's observable semantics, so every run
-processes the same events in the same order and every digest stays as it was:
+Issue 23 step 3, issue 35. simpy 4.1.2 (gitlab.com/team-simpy/simpy: simpy/core.py,
+simpy/events.py, read as installed from PyPI) runs the engine in the pure-Python build
+(kvtui/sim/event_loop.py). Its general machinery (failure copies, condition values, property
+lookups, `BoundClass` indirection) costs more per event than kvtui needs, and the compiled build
+cannot call it natively; so the compiled build runs this loop instead. It keeps simpy's
+observable semantics, so every run processes the same events in the same order under either,
+and every digest is the same:
 
 - The queue is a heap of `(time, priority, id, event)`: earlier time first, then `URGENT`
   before `NORMAL`, then the order in which events were scheduled (one id per schedule, counted
@@ -32,7 +34,6 @@ tests/sim/test_loop.py runs tricky orderings under both this loop and simpy and 
 
 from __future__ import annotations
 
-from functools import partial
 from heapq import heappop, heappush
 from itertools import count
 from typing import Any, Callable, Generator
@@ -221,10 +222,17 @@ class Environment:
         self._queue: list[tuple[Time, int, int, Event]] = []
         self._ids = count()
         self.active_process: Process | None = None
-        # The three ways events are made, bound here: a call per event saved (simpy's BoundClass)
-        self.event: Callable[[], Event] = partial(Event, self)
-        self.timeout: Callable[..., Timeout] = partial(Timeout, self)
-        self.process: Callable[[Generator[Event, Any, Any]], Process] = partial(Process, self)
+
+    # The three ways the engine makes events, as simpy's Environment names them (its BoundClass
+    # attributes): methods, which the compiled build calls natively.
+    def event(self) -> Event:
+        return Event(self)
+
+    def timeout(self, delay: Time, value: Any = None) -> Timeout:
+        return Timeout(self, delay, value)
+
+    def process(self, generator: Generator[Event, Any, Any]) -> Process:
+        return Process(self, generator)
 
     def schedule(self, event: Event, priority: int = NORMAL, delay: Time = 0) -> None:
         heappush(self._queue, (self.now + delay, priority, next(self._ids), event))

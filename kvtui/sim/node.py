@@ -35,6 +35,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.sim import loop
+from kvtui.sim.event_loop import INTERRUPTS
 
 from kvtui.events import (
     BatchStepped,
@@ -291,11 +292,11 @@ class Node:
         while True:
             try:
                 if not self.up:
-                    self._up_event = loop.Event(env)
+                    self._up_event = env.event()
                     yield self._up_event
                     continue
                 if not self.running and not self.waiting:
-                    self._wake = loop.Event(env)
+                    self._wake = env.event()
                     yield self._wake
                     continue
                 plan = self._plan()
@@ -307,8 +308,8 @@ class Node:
                 self._busy = True
                 self._segment = (start, durations)
                 if len(durations) > 1:
-                    self._wake = loop.Event(env)
-                    yield loop.Timeout(env, total) | self._wake
+                    self._wake = env.event()
+                    yield env.timeout(total) | self._wake
                     done = len(durations)
                     elapsed = env.now - start
                     if elapsed < total - _EPS:
@@ -322,13 +323,13 @@ class Node:
                             end += durations[done]
                             done += 1
                         if end - elapsed > _EPS:
-                            yield loop.Timeout(env, end - elapsed)
+                            yield env.timeout(end - elapsed)
                 else:
-                    yield loop.Timeout(env, total)
+                    yield env.timeout(total)
                     done = 1
                 self._busy = False
                 self._commit(plan, done, env.now - start)
-            except loop.Interrupt:
+            except INTERRUPTS:
                 self._busy = False  # went down mid-iteration: its work is lost with the cache
 
     def _plan(self) -> _Plan | None:

@@ -1,10 +1,12 @@
-"""kvtui's event loop (kvtui/sim/loop.py) against simpy 4.1, the system it stands in for.
+"""kvtui's event loop (kvtui/sim/loop.py) against simpy 4.1, the two loops the engine runs on.
 
+simpy runs the engine in the pure build, kvtui's loop in the compiled one (kvtui/sim/event_loop.py).
 Every test runs the same program under both and compares what happened in which order: a
 hand-made program with the tricky cases (events of both priorities at one time, interrupts,
 `a | b`, process return values, `run(until)` at an event's time, stale timeouts moving the
-clock), random programs (size knob KVTUI_FUZZ_SCALE: programs = 40 x scale), and shipped
-scenarios whose event digests must not depend on which loop ran them.
+clock), random programs (size knob KVTUI_FUZZ_SCALE: programs = 40 x scale), and every shipped
+scenario, whose event digest must not depend on which loop ran it (chosen as the engine chooses,
+by KVTUI_LOOP; in the pure build only, since the compiled engine takes kvtui's loop alone).
 """
 
 from __future__ import annotations
@@ -18,29 +20,13 @@ import pytest
 import simpy
 
 from kvtui.scenario import load_scenario
-from kvtui.sim import loop
+from kvtui.sim import compiled, loop
 from kvtui.sim.engine import Simulation
+from kvtui.sim.event_loop import SimpyEnvironment
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE = float(os.environ.get("KVTUI_FUZZ_SCALE", "1"))
 INF = float("inf")
-
-
-class SimpyEnvironment(simpy.Environment):
-    """simpy with the two calls kvtui's loop adds, written as what they mean: step while the
-    next event is at or before `limit`; a timeout with one callback."""
-
-    def run_through(self, limit: float, most: int) -> int:
-        done = 0
-        while done < most and self.peek() != INF and self.peek() <= limit:
-            self.step()
-            done += 1
-        return done
-
-    def call_later(self, delay: float, callback) -> simpy.Timeout:
-        timer = self.timeout(delay)
-        timer.callbacks.append(callback)
-        return timer
 
 
 LOOPS = {"kvtui": (loop.Environment, loop.Interrupt), "simpy": (SimpyEnvironment, simpy.Interrupt)}
@@ -202,13 +188,22 @@ def test_random_programs_match_simpy(chunk):
 
 
 # ---------------------------------------------------------------- shipped scenarios
-def digest(path: str, make_env, interrupt_type, drive: str, monkeypatch) -> tuple[str, int, float]:
-    monkeypatch.setattr(loop, "Environment", make_env)
-    monkeypatch.setattr(loop, "Interrupt", interrupt_type)
-    if make_env is SimpyEnvironment:  # the engine's hot paths make their events by class
-        for name in ("Event", "Timeout", "Process"):
-            monkeypatch.setattr(loop, name, getattr(simpy, name))
+SHIPPED = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "scenarios").glob("*.yaml"))
+SHIPPED += sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "scenarios/seed-table").glob("*.yaml"))
+EVENTS = int(20_000 * SCALE)
+"""Events compared per scenario and drive: each run's beginning in CI (its faults are early), the
+whole run at a large scale; `benchmarks/figures.py compare` under `KVTUI_LOOP=kvtui` and without
+compares every scenario whole."""
+
+
+pure_only = pytest.mark.skipif(compiled.build == "compiled", reason="the compiled engine runs kvtui's loop only")
+
+
+def digest(path: str, name: str, drive: str, monkeypatch) -> tuple[str, int, float]:
+    """The engine's event stream under the loop `name`, chosen as the engine chooses it."""
+    monkeypatch.setenv("KVTUI_LOOP", name)
     sim = Simulation(load_scenario(ROOT / path))
+    assert type(sim.env) is LOOPS[name][0]
     h = hashlib.sha256()
     n = 0
 
@@ -217,33 +212,43 @@ def digest(path: str, make_env, interrupt_type, drive: str, monkeypatch) -> tupl
         n += 1
         h.update(repr(ev).encode())
 
-    if drive == "run":
+    if drive == "run":  # a headless run, whole
         sim.subscribe(feed)
         sim.run()
-    elif drive == "until":  # the app's play mode: a slice of sim time per frame
+    elif drive in ("until", "slices"):  # the app's play mode (a slice of sim time per frame), or longer slices
         sim.subscribe(feed)
-        while not sim.ended:
-            sim.run_until(sim.now + 0.7)
+        while not sim.ended and n < EVENTS:
+            sim.run_until(sim.now + (0.7 if drive == "until" else 5.0))
     else:  # the app's single step: every event through the outbox
-        while (ev := sim.step()) is not None:
+        while n < EVENTS and (ev := sim.step()) is not None:
             feed(ev)
     sim.close()
     return h.hexdigest(), n, sim.now
 
 
+@pure_only
+@pytest.mark.parametrize("path", SHIPPED)
+def test_every_shipped_scenario_digests_alike_under_both_loops(path, monkeypatch):
+    ours = digest(path, "kvtui", "slices", monkeypatch)
+    theirs = digest(path, "simpy", "slices", monkeypatch)
+    assert ours == theirs
+    assert ours[1] > 50
+
+
+@pure_only
 @pytest.mark.parametrize(
     "path,drive",
     [
         ("scenarios/pressure.yaml", "run"),  # node down (interrupts), control-plane crash
+        ("scenarios/pressure.yaml", "step"),
         ("scenarios/disaggregation.yaml", "run"),  # handoff timers
         ("scenarios/mooncake.yaml", "step"),  # a trace, stepped
-        ("scenarios/concurrency.yaml", "run"),  # closed-loop users waiting on sessions
-        ("scenarios/concurrency.yaml", "until"),
+        ("scenarios/concurrency.yaml", "until"),  # closed-loop users waiting on sessions
         ("scenarios/offload.yaml", "until"),
     ],
 )
-def test_shipped_scenarios_digest_alike_under_both_loops(path, drive, monkeypatch):
-    ours = digest(path, *LOOPS["kvtui"], drive, monkeypatch)
-    theirs = digest(path, *LOOPS["simpy"], drive, monkeypatch)
+def test_the_apps_drives_digest_alike_under_both_loops(path, drive, monkeypatch):
+    ours = digest(path, "kvtui", drive, monkeypatch)
+    theirs = digest(path, "simpy", drive, monkeypatch)
     assert ours == theirs
     assert ours[1] > 100

@@ -66,7 +66,7 @@ def _open_loop(env: loop.Environment, arrival: Arrival, rng, may_start, start):
         if change is not None and env.now + gap > change:
             yield env.timeout(change - env.now)
             continue
-        yield loop.Timeout(env, gap)
+        yield env.timeout(gap)
         if not may_start():
             return
         start()

@@ -102,7 +102,7 @@ class SyntheticWorkload:
         rng = self._next_session_rng()
         group = self._pick_group(rng)
         self.sessions_started += 1
-        return loop.Process(self.env, self._session(group, f"s-{self.sessions_started}", rng))
+        return self.env.process(self._session(group, f"s-{self.sessions_started}", rng))
 
     def _next_session_rng(self) -> np.random.Generator:
         """The next session's stream. Spawned SESSION_BATCH at a time: `spawn(n)` numbers its
@@ -142,7 +142,7 @@ class SyntheticWorkload:
                 return
             pause = sample(spec.think_time_s, rng)
             if pause > 0:
-                yield loop.Timeout(self.env, pause)
+                yield self.env.timeout(pause)
 
     def _next_request(
         self, group: _Group, conv: Conversation, session_id: str, turn: int, rng: np.random.Generator
