@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
     p = Parser(prog="kvtui", description="Open the interactive app on a scenario.", epilog=_epilog(),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p)
-    p.add_argument("--theme", help="colour theme (kvtui/tui/themes/, or your own in ~/.config/kvtui/themes/)")
+    p.add_argument("--theme", help="colour theme (themes/, or your own in ~/.config/kvtui/themes/ or $KVTUI_THEMES)")
     p.add_argument("--vs", metavar="POLICY", help="split screen: the same run under POLICY, side by side in lockstep")
     args = p.parse_args(argv)
     if not stdin_is_terminal():

@@ -133,5 +133,5 @@ def _parser() -> Parser:
     p.add_argument("--route", metavar="POLICY", help="route mode: an OpenAI-compatible proxy that routes with "
                    "kvtui's POLICY over the live index (engines need an `api` URL)")
     p.add_argument("--listen", metavar="HOST:PORT", help="where route mode listens (default 127.0.0.1:8000)")
-    p.add_argument("--theme", help="colour theme of the app (kvtui/tui/themes/)")
+    p.add_argument("--theme", help="colour theme of the app (themes/, or your own in ~/.config/kvtui/themes/)")
     return p

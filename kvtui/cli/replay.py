@@ -51,5 +51,5 @@ def _parser() -> Parser:
     p = Parser(prog="kvtui replay", description="Open a live recording in the app, or print its per-engine figures.")
     p.add_argument("recording", metavar="DIR", help="a directory written by `kvtui live --record`")
     p.add_argument("--no-ui", action="store_true", help="headless: print one line per engine")
-    p.add_argument("--theme", help="colour theme of the app (kvtui/tui/themes/)")
+    p.add_argument("--theme", help="colour theme of the app (themes/, or your own in ~/.config/kvtui/themes/)")
     return p

@@ -1,4 +1,4 @@
-"""A wheel carries what `kvtui demo` needs: the data-free scenarios and the LICENSE.
+"""A wheel carries what `kvtui demo` needs: the data-free scenarios, the themes and the LICENSE.
 
 The wheel is built from this checkout (`pip wheel`), installed without dependencies into a fresh
 venv, and run from an empty directory; the dependencies come from this venv's site-packages on
@@ -28,13 +28,15 @@ def wheel(tmp_path_factory) -> Path:
     return next(out.glob("kvtui-*.whl"))
 
 
-def test_wheel_ships_data_free_scenarios_and_license(wheel):
+def test_wheel_ships_data_free_scenarios_themes_and_license(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "kvtui/scenarios/pressure.yaml" in names
     assert "kvtui/scenarios/crash-recovery.yaml" in names
     shipped = {n for n in names if n.startswith("kvtui/scenarios/")}
     assert not any("agentic" in n or "mooncake" in n or "azure" in n for n in shipped)
     assert any(n.endswith("licenses/LICENSE") for n in names)
+    themes = {n for n in names if n.startswith("kvtui/themes/")}
+    assert themes == {f"kvtui/themes/{p.name}" for p in (ROOT / "themes").glob("*.toml")}
 
 
 def test_demo_runs_from_an_empty_directory(wheel, tmp_path):
@@ -52,6 +54,10 @@ def test_demo_runs_from_an_empty_directory(wheel, tmp_path):
                          cwd=empty, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "pressure" in run.stdout
+    themes = subprocess.run([str(venv / "bin" / "python"), "-c", "from kvtui.tui.themes import SHIPPED, load_themes; "
+                             "print(SHIPPED, *sorted(t.name for t in load_themes(SHIPPED)))"],
+                            cwd=empty, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert themes[0].startswith(str(_site(venv))) and {"dark", "light", "high-contrast"} <= set(themes[1:])
     assert list(empty.iterdir()) == []
 
 

@@ -175,8 +175,10 @@ def test_place_marks_never_overlaps():
 def test_theme_files_load_with_block_variables():
     from kvtui.tui.themes import SHIPPED
 
-    assert SHIPPED.is_relative_to(ROOT / "kvtui"), "themes ship inside the package"
+    assert SHIPPED == ROOT / "kvtui/themes", "themes ship inside the package"
+    assert SHIPPED.resolve() == ROOT / "themes", "... from the checkout's top-level themes/, as scenarios/"
     themes = {t.name: t for t in load_themes(SHIPPED)}
+    assert {t.name for t in map(load_theme_file, (ROOT / "themes").glob("*.toml"))} == set(themes)
     assert {"dark", "light", "high-contrast"} <= set(themes)
     for t in themes.values():
         for var in DEFAULT_VARIABLES:
@@ -190,6 +192,17 @@ def test_user_theme_directory_adds_and_overrides(tmp_path, monkeypatch):
     monkeypatch.setenv("KVTUI_THEMES", str(tmp_path))
     themes = {t.name: t for t in load_themes()}
     assert themes["dark"].primary == "#123456" and "mine" in themes and "light" in themes
+
+
+def test_user_themes_default_to_the_config_directory(tmp_path, monkeypatch):
+    mine = tmp_path / ".config/kvtui/themes"
+    mine.mkdir(parents=True)
+    (mine / "mine.toml").write_text('name = "mine"\nprimary = "#654321"\n')
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KVTUI_THEMES", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    names = [t.name for t in load_themes()]
+    assert names[:3] == ["dark", "light", "high-contrast"] and "mine" in names
 
 
 def test_bad_theme_file_is_an_input_error(tmp_path):

@@ -1,5 +1,6 @@
-"""Theme files: the shipped ones beside this module (kvtui/tui/themes/*.toml, package data,
-so a wheel install has them), then the user's own, loaded and registered with the app at start.
+"""Theme files: the shipped ones (the checkout's top-level themes/*.toml, as scenarios/ is: the
+package's `kvtui/themes` links to it and a wheel carries them as package data), then the user's
+own, loaded and registered with the app at start.
 
 The user's directory is $KVTUI_THEMES if set, else $XDG_CONFIG_HOME/kvtui/themes (by default
 ~/.config/kvtui/themes). A user theme with the name of a shipped one replaces it.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Callable
 
@@ -69,7 +71,7 @@ _THEME_FIELDS = {
 }
 
 
-SHIPPED = Path(__file__).resolve().parent
+SHIPPED = Path(str(resources.files("kvtui") / "themes"))
 
 
 def user_theme_dir() -> Path:
