@@ -7,27 +7,17 @@ The quick generated blocks of README.md and docs/*.md are rerun here (the slow o
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
 import re
-import sys
 import tokenize
 from pathlib import Path
 
 import pytest
+from docs_support import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_generate():
-    spec = importlib.util.spec_from_file_location("kvtui_docs_generate", ROOT / "docs" / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-generate = _load_generate()
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,23 @@ jumping to events (not by step counts), so they survive small changes of the wor
   08-small-terminal    80x24, after the node failure
   09-split-screen      `--policy cache_aware --vs load_prefix` at t=44.5 s (end of "load rises,
                        first evictions"): cache_aware piles chat onto one node, load_prefix spreads it
+  10-live              `kvtui replay` of screenshots/10-live.rec, a session of two real vLLM
+                       publishers that tests/live/make_live_screenshot.py recorded (it needs the
+                       vllm peer; the recording is kept, so the picture needs nothing)
+
+tests/tui/test_screenshots.py makes every one again and compares it byte for byte with the
+file in screenshots/: a change that alters a picture fails until the picture is made again
+(this command) and looked at. (screenshots/sweep-ttft-p95.svg is a docs block's chart:
+docs/generate.py makes and checks it.)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,18 +48,32 @@ SHOTS = [
 ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    from kvtui.scenario import load_scenario
-    from kvtui.tui.record import render_svg
+LIVE = "10-live"
+LIVE_RECORDING = ROOT / "screenshots" / f"{LIVE}.rec"
+LIVE_SIZE = (120, 36)
 
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", default=str(ROOT / "scenarios" / "pressure.yaml"))
     p.add_argument("--out", default=str(ROOT / "screenshots"))
     p.add_argument("--theme", default="dark")
     args = p.parse_args(argv)
-    scenario = load_scenario(args.scenario, [])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    for name, svg, size in make_all(args.scenario, args.theme):
+        path = out / f"{name}.svg"
+        path.write_text(svg, encoding="utf-8")
+        print(f"{path}: {size[0]}x{size[1]}")
+    return 0
+
+
+def make_all(scenario_path: str, theme: str = "dark") -> Iterator[tuple[str, str, tuple[int, int]]]:
+    """Every picture: (name, SVG text, size). A shot whose scenario is missing is skipped."""
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.record import render_svg
+
+    scenario = load_scenario(scenario_path, [])
     for name, kw in SHOTS:
         kw = dict(kw)
         size = kw.pop("size", SIZE)
@@ -60,15 +85,28 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skip {name}: {path} is missing")
                 continue
             sc = load_scenario(str(path), [])
-        svg = asyncio.run(render_svg(sc, size=size, theme=args.theme, title=f"kvtui {sc.name}", **kw))
-        path = out / f"{name}.svg"
-        path.write_text(svg, encoding="utf-8")
-        print(f"{path}: {size[0]}x{size[1]}")
-    svg = asyncio.run(_split_screen(scenario, args.theme))
-    path = out / "09-split-screen.svg"
-    path.write_text(svg, encoding="utf-8")
-    print(f"{path}: {SIZE[0]}x{SIZE[1]}")
-    return 0
+        yield name, asyncio.run(render_svg(sc, size=size, theme=theme, title=f"kvtui {sc.name}", **kw)), size
+    yield "09-split-screen", asyncio.run(_split_screen(scenario, theme)), SIZE
+    yield LIVE, asyncio.run(live_screenshot(LIVE_RECORDING, LIVE_SIZE, theme)), LIVE_SIZE
+
+
+async def live_screenshot(recording: Path, size: tuple[int, int], theme: str = "dark") -> str:
+    """The live app replaying `recording` (read from a copy: reading takes the store's lock
+    file, which must not touch the repository's), at its last batch."""
+    from kvtui.live.recording import read_recording
+    from kvtui.run.live import LiveRun
+    from kvtui.tui.live_app import LiveApp
+    from kvtui.tui.record import _stable_svg
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / recording.name
+        shutil.copytree(recording, copy)
+        app = LiveApp(LiveRun(read_recording(str(copy))), f"replay {recording.name}", theme=theme, fps=0)
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("end")
+            app.refresh_panels()
+            await pilot.pause()
+            return _stable_svg(app.export_screenshot(title=f"kvtui replay {recording.name}"))
 
 
 async def _split_screen(scenario, theme: str) -> str:
