@@ -7,6 +7,11 @@ import, including those inside functions and under TYPE_CHECKING):
   event and view types;
 - no import cycle between modules at import time (module-level imports), and none between
   packages at all.
+
+And one rule of the tests: a test module imports no other test module (`test_*.py`); what tests
+share lives in conftest.py or a support module (tests/fuzz_support.py, tests/docs_support.py,
+tests/sim/router/router_support.py, ...), so running or moving one test file never runs another's
+module-level code.
 """
 
 from __future__ import annotations
@@ -183,3 +188,18 @@ def test_the_checker_sees_a_rule_broken():
     assert runs_up("kvtui.sim.engine", "kvtui.run.drive")
     assert face_reaches_engine("kvtui.tui.app", "kvtui.sim.engine")
     assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_no_test_module_imports_another():
+    tests = ROOT.parent / "tests"
+    bad = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad += [f"{path.relative_to(tests)}:{node.lineno}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert not bad, "move what is shared to conftest.py or a support module:\n" + "\n".join(bad)

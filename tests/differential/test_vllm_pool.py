@@ -33,6 +33,7 @@ from kvtui.sim.kv_manager import KVCacheManager
 from kvtui.sim.request import Request
 from kvtui.sim.router.state import NodeState, block_figures
 from . import peers
+from .vllm_peer import RequestView
 
 BS = 4
 POOL_SIZES = (12, 25, 48, 96)
@@ -155,7 +156,7 @@ class VllmSide:
 
     def cache(self, seq: Sequence, tokens: int) -> None:
         full = tokens // BS
-        view = _RequestView(seq.hashes, seq.tokens)
+        view = RequestView(seq.hashes, seq.tokens)
         self.pool.cache_full_blocks(view, seq.vllm_blocks, seq.vllm_cached, full, BS, 0)
         seq.vllm_cached = max(seq.vllm_cached, full)
 
@@ -180,20 +181,6 @@ class VllmSide:
         for key, blocks in self.pool.cached_block_hash_to_block._cache.items():
             out[utils.maybe_convert_block_hash(utils.get_block_hash(key))] += len(blocks) if isinstance(blocks, dict) else 1
         return out
-
-
-@dataclass
-class _RequestView:
-    """The attributes `BlockPool.cache_full_blocks` reads from a request (no LoRA, no
-    multimodal input, no salt: what the stream sends)."""
-
-    block_hashes: list[bytes]
-    all_token_ids: list[int]
-    lora_request: None = None
-    session_id: None = None
-    mm_features: tuple = ()
-    cache_salt: None = None
-    prompt_embeds: None = None
 
 
 class KvtuiSide:

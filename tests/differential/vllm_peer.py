@@ -23,6 +23,7 @@ import importlib
 import logging
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -76,3 +77,17 @@ def load(install: Path) -> types.SimpleNamespace:
         kv_events=importlib.import_module("vllm.distributed.kv_events"),
         hashing=hashing,
     )
+
+
+@dataclass
+class RequestView:
+    """The attributes `BlockPool.cache_full_blocks` reads from a request (no LoRA, no
+    multimodal input, no salt: what the stream sends)."""
+
+    block_hashes: list[bytes]
+    all_token_ids: list[int]
+    lora_request: None = None
+    session_id: None = None
+    mm_features: tuple = ()
+    cache_salt: None = None
+    prompt_embeds: None = None

@@ -6,7 +6,7 @@ kept recording without vLLM; tests/tui/test_screenshots.py compares it).
 
     .venv/bin/python tests/live/make_live_screenshot.py
 
-Needs the `vllm` peer (.ci/peers/vllm.sh). The workload is fixed (test_live_vllm.py `prompts`,
+Needs the `vllm` peer (.ci/peers/vllm.sh). The workload is fixed (live_support.py `prompts`,
 seed 7, round robin over two engines of 64 blocks), so the blocks, counts and index are the
 same every run; the receive times in the header and the log are this run's own, which is why
 the recording is kept rather than made again by the test.
@@ -28,7 +28,7 @@ from kvtui.live.recording import Recorder  # noqa: E402
 from kvtui.live.session import LiveSession  # noqa: E402
 from kvtui.tui.make_screenshots import LIVE, LIVE_RECORDING, LIVE_SIZE, live_screenshot  # noqa: E402
 from live import vllm_publishers as vp  # noqa: E402
-from live.test_live_vllm import prompts  # noqa: E402
+from live.live_support import prompts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@
     .venv/bin/python tests/live/run_publishers.py ENGINES_OUT.yaml [--engines 2] [--rate 5] [--seconds 60]
 
 Writes an engines file naming each publisher's PUB and replay endpoints, then runs requests of
-a shared-prefix workload (tests/live/test_live_vllm.py `prompts`) through each engine's pool,
+a shared-prefix workload (tests/live/live_support.py `prompts`) through each engine's pool,
 `--rate` requests a second, round robin over the engines, publishing each request's events as one batch. Needs the
 `vllm` peer (.ci/peers/vllm.sh).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
 
 from live import vllm_publishers as vp  # noqa: E402
-from live.test_live_vllm import prompts  # noqa: E402
+from live.live_support import prompts  # noqa: E402
 
 
 def main() -> None:

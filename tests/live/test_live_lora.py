@@ -21,7 +21,7 @@ from kvtui.live.session import LiveSession
 from kvtui.sim.workload.hashing import chain_keys
 
 from . import vllm_publishers as vp
-from .test_live_vllm import pump, session_for, settle
+from .live_support import pump, session_for, settle
 
 BS = 16  # vLLM's default, which route mode assumes before an engine's metrics say otherwise
 TOKENS = list(range(100, 100 + 4 * BS))  # four blocks

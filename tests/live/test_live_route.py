@@ -30,7 +30,7 @@ from kvtui.live.session import LiveSession, summary_lines
 from kvtui.live.state import LiveState
 
 from . import vllm_publishers as vp
-from .test_live_vllm import prompts
+from .live_support import prompts
 
 POOL_BLOCKS = 40
 

@@ -11,7 +11,6 @@ replays to the same figures, through the `kvtui live` and `kvtui replay` command
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 
@@ -29,6 +28,7 @@ from kvtui.sim.workload.hashing import chain_keys
 from differential import peers
 
 from . import vllm_publishers as vp
+from .live_support import prompts, pump, session_for, settle
 
 REQUESTS = peers.cases(60)
 POOL_BLOCKS = 24
@@ -42,30 +42,6 @@ def new():
 @pytest.fixture(scope="module")
 def old(new):
     return vp.load_old(new)
-
-
-def prompts(seed: int, n: int) -> list[list[int]]:
-    """Shared prefixes, repeats and fresh prompts: hits, stores, and (small pool) evictions."""
-    rng = random.Random(seed)
-    families = [[rng.randrange(1000) for _ in range(rng.randrange(4, 17))] for _ in range(5)]
-    out = []
-    for _ in range(n):
-        base = list(rng.choice(families)) if rng.random() < 0.7 else []
-        out.append(base + [rng.randrange(1000) for _ in range(rng.randrange(1, 20))])
-    return out
-
-
-def session_for(pub: vp.Publisher, recorder=None, replay=True) -> LiveSession:
-    engine = Engine("e0", pub.endpoint, pub.replay_endpoint if replay else None)
-    return LiveSession([engine], recorder, replay_timeout=2.0)
-
-
-def pump(session: LiveSession, pub: vp.Publisher, timeout: float = 10.0) -> None:
-    """Poll until every batch the publisher sent is accounted for (received or a gap)."""
-    deadline = time.monotonic() + timeout
-    sub = session.subscribers[0]
-    while sub.expected < pub.sent and time.monotonic() < deadline:
-        session.poll(0.05)
 
 
 def drive(v, pub: vp.Publisher, reqs: list[list[int]], convert=None) -> vp.PoolSource:
@@ -84,10 +60,6 @@ def join_late(session: LiveSession, pub: vp.Publisher, source: vp.PoolSource, re
     for tokens in reqs[1:]:
         pub.publish(source.run(tokens))
     pump(session, pub)
-
-
-def settle() -> None:
-    time.sleep(0.3)  # the SUB socket's subscription reaches the PUB socket (ZMQ's slow joiner)
 
 
 @pytest.mark.parametrize("form", ["tagged maps (0.33.0)", "positional arrays (0.11.0)"])

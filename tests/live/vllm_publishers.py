@@ -22,7 +22,7 @@ import types
 from dataclasses import dataclass, field
 
 from differential import peers, vllm_peer
-from differential.test_vllm_pool import _RequestView  # what cache_full_blocks reads
+from differential.vllm_peer import RequestView  # what cache_full_blocks reads
 
 BS = 4
 
@@ -124,7 +124,7 @@ class PoolSource:
         self.last_hit = len(computed)  # blocks served from the cache (route mode's tests)
         pool.touch(computed)
         blocks = computed + pool.get_new_blocks(-(-len(tokens) // BS) - len(computed))
-        view = _RequestView(hashes, tokens)
+        view = RequestView(hashes, tokens)
         pool.cache_full_blocks(view, blocks, len(computed), len(tokens) // BS, BS, 0)
         pool.free_blocks(reversed(blocks))
         return pool.take_events()

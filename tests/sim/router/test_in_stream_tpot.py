@@ -15,7 +15,7 @@ from kvtui.sim.router.base import Context
 from kvtui.sim.router.predicted_latency import PredictedLatency
 from kvtui.sim.router.predictor import LatencyPredictor, PredictorConfig
 from kvtui.sim.router.token_sampler import TokenSampler, go_round
-from test_predicted_latency import Stub, node, req  # this folder is on sys.path (no packages under tests/)
+from router_support import Stub, node, req
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 

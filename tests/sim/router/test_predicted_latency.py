@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from router_support import Stub, node, req
 
 from kvtui.events import FirstToken, RequestCompleted
 from kvtui.scenario import load_scenario
 from kvtui.scenario.model import PredictedLatencyConfig
 from kvtui.sim.engine import Simulation
-from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context
 from kvtui.sim.router.predicted_latency import PredictedLatency, composite
 from kvtui.sim.router.predictor import (
@@ -22,30 +22,8 @@ from kvtui.sim.router.predictor import (
     StratifiedWindow,
     queue_bucket,
 )
-from kvtui.sim.router.state import NodeState
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
-
-
-def node(name, *, prefix=0.0, running=1, waiting=0, free=60, tif=0, problem=None) -> NodeState:
-    return NodeState(
-        name=name,
-        problem=problem,
-        prefix=int(prefix * 10),
-        prefix_score=prefix,
-        total=10,
-        running=running,
-        waiting=waiting,
-        used_blocks=100 - free,
-        free_blocks=free,
-        usable_blocks=100,
-        prefill_tokens=tif,
-    )
-
-
-class Stub:
-    def describe(self):
-        return "fake"
 
 
 class FakePredictor(LatencyPredictor):
@@ -63,12 +41,6 @@ class FakePredictor(LatencyPredictor):
         t = np.array([self.table[int(r[4])][0] for r in rows])
         p = np.array([self.table[int(r[4])][1] for r in rows])
         return t, p
-
-
-def req(rid="r1", *, ttft=None, tpot=None, sheddable=False, prompt=500) -> Request:
-    r = Request(id=rid, session="s", group="g", turn=0, prompt_tokens=prompt, output_tokens=50, block_keys=())
-    r.slo_ttft_s, r.slo_tpot_s, r.sheddable = ttft, tpot, sheddable
-    return r
 
 
 def ctx(seed=0) -> Context:

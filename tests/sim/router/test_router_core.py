@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kv_replay import KVReplay
+from router_support import state
 
 from kvtui.events import RouteDecided
 from kvtui.scenario import load_scenario
@@ -20,25 +21,9 @@ from kvtui.sim.router.base import Context
 from kvtui.sim.router.index import KVIndex, Match
 from kvtui.sim.router.load_prefix import LoadPrefix, queue_scores
 from kvtui.sim.router.registry import make_policy
-from kvtui.sim.router.state import NodeState, pick_best
+from kvtui.sim.router.state import pick_best
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
-
-
-def state(name, prefix=0, total=10, running=0, waiting=0, free=100, blocks=100, prefill=0, problem=None):
-    return NodeState(
-        name=name,
-        problem=problem,
-        prefix=prefix,
-        prefix_score=prefix / total if total else 0.0,
-        total=total,
-        running=running,
-        waiting=waiting,
-        used_blocks=blocks - free,
-        free_blocks=free,
-        usable_blocks=blocks,
-        prefill_tokens=prefill,
-    )
 
 
 def ctx(seed=0):

@@ -16,7 +16,7 @@ from kvtui.scenario.model import DynamoConfig, Router, SGLangConfig
 from kvtui.sim import compiled
 from kvtui.sim.engine import Simulation
 from kvtui.sim.request import Request
-from tests.sim.router.test_router_core import state
+from router_support import state
 from kvtui.sim.router.base import Context
 from kvtui.sim.router.dynamo import Dynamo, softmax_probabilities
 from kvtui.sim.router.radix_tree import RadixTree

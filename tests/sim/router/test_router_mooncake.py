@@ -20,7 +20,7 @@ from kvtui.sim.latency import LinearModel
 from kvtui.sim.router.base import Context
 from kvtui.sim.router.mooncake import Mooncake
 
-from tests.sim.router.test_router_core import state
+from router_support import state
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 LINEAR = LinearModel(prefill_s_per_token=0.001, decode_s_per_token=0.02)  # 1 ms a prompt token, 20 ms a step
