@@ -25,6 +25,7 @@ from kvtui.errors import InputError
 from kvtui.scenario import safe_yaml
 from kvtui.scenario.cost import estimate
 from kvtui.scenario.model import Dist, Metadata, Scenario, ScriptedEvent, Trace
+from kvtui.scenario.hints import listing, suggestion
 from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
 from kvtui.scenario.schema import (
     field_choices,
@@ -32,13 +33,11 @@ from kvtui.scenario.schema import (
     is_dataclass_type,
     join_index,
     join_key,
-    listing,
     literal_choices,
     mapping_item,
     parent_path,
     place,
     split_optional,
-    suggestion,
     tuple_item,
     type_phrase,
     unknown_key_message,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kvtui.scenario.hints import suggestion
+
 
 class PolicyEntry(NamedTuple):
     implementation: str  # "module:Class", a subclass of kvtui.sim.router.base.Policy
@@ -68,6 +70,4 @@ POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
 def unknown_policy(name: str) -> str:
     """The one message for a policy name the registry lacks, with the nearest name when one is
     close (`--policy dynamoo`, `--vs cache_awar`): the app, the commands and the engine say it alike."""
-    from kvtui.scenario.schema import suggestion
-
     return f"unknown policy {name!r}{suggestion(name, POLICY_NAMES)}; known: {', '.join(POLICY_NAMES)}"

@@ -13,7 +13,6 @@ in other modules (routing policies, model and hardware profiles).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import types
 import typing
@@ -22,6 +21,7 @@ from typing import Any, Callable, Literal
 from kvtui.scenario.model import Cluster, Dist, NodeSpec, Router, Scenario
 from kvtui.profiles import shipped_hardware, shipped_models
 from kvtui.scenario.policies import POLICY_NAMES
+from kvtui.scenario.hints import suggestion
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -143,25 +143,6 @@ def parent_path(path: str) -> str:
 def place(path: str) -> str:
     """Where a key sits, for messages: `in cluster.nodes[0]` or `at the top level`."""
     return f"in {path}" if path else "at the top level"
-
-
-def suggestion(word: str, candidates: typing.Iterable[str]) -> str:
-    """`; did you mean 'x'?` when a candidate is close to `word`, else ``.
-
-    A candidate that `word` abbreviates wins (`h100` -> `h100-80gb`, not the closer `h200`).
-    """
-    candidates = list(candidates)
-    extending = [c for c in candidates if word and c.startswith(word)]
-    close = difflib.get_close_matches(word, extending or candidates, n=1, cutoff=0.0 if extending else 0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def listing(names: typing.Sequence[str], most: int = 8) -> str:
-    """`a, b, c`, or for a long list its first names, `…`, the last and the count: a 64-node
-    cluster's names on every error line hid the line's point."""
-    if len(names) <= most:
-        return ", ".join(names)
-    return f"{', '.join(names[:most - 1])}, …, {names[-1]} ({len(names)} in all)"
 
 
 def unknown_key_message(key: str, cls: type, path: str) -> str:

@@ -7,19 +7,59 @@ ends, the handoff asks `route_decode` then (kvtui/sim/handoff.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from kvtui.events import DecodeRouted, RouteDecided
 from kvtui.sim.request import Request
+from kvtui.sim.router.approx import ApproxIndex
+from kvtui.sim.router.base import Context
 from kvtui.sim.router.pair import PairDecision, PairPolicy
-from kvtui.sim.router.state import Decision
+from kvtui.sim.router.state import Decision, NodeState
 
 if TYPE_CHECKING:
-    from kvtui.sim.router.router import Router
+    from kvtui.sim import loop
+    from kvtui.sim.bus import Bus
+    from kvtui.sim.node import Node
+
+
+class RouterCore(Protocol):
+    """What the pair path uses of the Router (kvtui/sim/router/router.py), named here rather
+    than imported: the Router imports this module, and a module imported by the Router must not
+    import it back (tests/test_import_rules.py)."""
+
+    @property
+    def policy(self) -> object: ...
+    @property
+    def policy_name(self) -> str: ...
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+    @property
+    def node_by_name(self) -> dict[str, Node]: ...
+    @property
+    def block_size(self) -> int: ...
+    @property
+    def ctx(self) -> Context: ...
+    @property
+    def env(self) -> loop.Environment: ...
+    @property
+    def bus(self) -> Bus: ...
+    @property
+    def sessions(self) -> dict[str, str]: ...
+    @property
+    def session_sink(self) -> Callable[[str, str], None] | None: ...
+    @property
+    def approx(self) -> ApproxIndex | None: ...
+    @property
+    def approx_blocks(self) -> int: ...
+
+    def observe(self, req: Request, keys: Sequence[int]) -> list[NodeState]: ...
+    def reject(self, req: Request, node: str | None, reason: str) -> None: ...
+    def _check_staleness(self, decision: Decision, states: Sequence[NodeState], keys: Sequence[int]) -> str: ...
+    def _emit_decision(self, req: Request, decision: Decision, prompt_blocks: int, stale: str) -> None: ...
 
 
 class PairRoute:
-    def __init__(self, router: "Router") -> None:
+    def __init__(self, router: RouterCore) -> None:
         assert isinstance(router.policy, PairPolicy)
         self.router = router
         self.policy = router.policy
