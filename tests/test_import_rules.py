@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent / "kvtui"
 
 # Lowest first: a module may import its own layer and those below it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("kvtui", "kvtui.errors", "kvtui.events", "kvtui.views", "kvtui.profiles"),
+    ("kvtui", "kvtui.errors", "kvtui.events", "kvtui.views", "kvtui.profiles", "kvtui.percentiles"),
     ("kvtui.scenario",),
     ("kvtui.store",),
     ("kvtui.sim",),

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kvtui.percentiles import percentiles
 from kvtui.events import (
     BatchStepped,
     BlocksEvicted,
@@ -65,7 +66,7 @@ def summarize(values_s: list[float]) -> dict[str, float]:
     if not values_s:
         return dict(_ZERO)
     a = np.asarray(values_s, dtype=float) * 1000.0
-    p = np.percentile(a, PERCENTILES)
+    p = percentiles(a, PERCENTILES)
     out = {"mean": float(a.mean())}
     for q, v in zip(PERCENTILES, p):
         out[f"p{q}"] = float(v)
@@ -75,8 +76,8 @@ def summarize(values_s: list[float]) -> dict[str, float]:
 
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs) -> np.ndarray:
     """Percentiles of `values` each repeated `weights` times (integer weights), computed
-    without materialising the repetition; equal to `np.percentile(np.repeat(values, weights), qs)`
-    (numpy's default linear interpolation between closest ranks)."""
+    without materialising the repetition; equal to `percentiles(np.repeat(values, weights), qs)`
+    (kvtui/percentiles.py's rule, numpy's linear interpolation between closest ranks)."""
     order = np.argsort(values, kind="stable")
     v = values[order]
     cum = np.cumsum(weights[order])  # cum[i] - 1 = rank of the last copy of v[i]

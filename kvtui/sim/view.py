@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvtui.sim.blocks import NULL_BLOCK
+from kvtui.percentiles import percentile
 from kvtui.views import CACHED, FREE, MOVING, PINNED, USED, BlockView, ClusterView, KeyFigures, NodeView, TierView
 
 NULL_OWNER = "null block"  # block 0's owner in views: vLLM's placeholder, never allocated
@@ -177,16 +178,9 @@ def _transfer_words(sim, node_name: str, index: int) -> str:
     return f"in flight: {way} (request {request}, {blocks} blocks on the link)"
 
 
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
-
-
 def key_figures(sim) -> KeyFigures:
     m = sim.metrics
-    p50, p95 = _pct(m.ttft, 50), _pct(m.ttft, 95)
+    p50, p95 = percentile(m.ttft, 50), percentile(m.ttft, 95)
     return KeyFigures(
         now=sim.now,
         arrived=m.arrived,

@@ -34,6 +34,7 @@ from typing import Iterator
 
 import numpy as np
 
+from kvtui.percentiles import percentiles
 from kvtui.scenario.trace_formats import is_conversations
 from kvtui.sim.workload.reader import TraceRequest, reader_class
 from kvtui.sim.workload.weka import WekaReader
@@ -182,7 +183,7 @@ def _summary(values: list[int]) -> dict[str, float]:
         return {}
     a = np.asarray(values, dtype=np.float64)
     out = {"mean": float(a.mean())}
-    for q, v in zip(PERCENTILES, np.percentile(a, PERCENTILES)):
+    for q, v in zip(PERCENTILES, percentiles(a, PERCENTILES)):
         out[f"p{q}"] = float(v)
     out["max"] = float(a.max())
     return out

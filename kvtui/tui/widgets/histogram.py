@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 from rich.text import Text
+
+from kvtui.percentiles import percentiles
 from textual.widget import Widget
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
@@ -100,7 +102,7 @@ class Histogram(Widget):
         if n == 0:
             return Text.assemble((f"{self.title:<{lab_w}}", label_style), ("no completed requests yet", dim))
         a = np.asarray(values, dtype=float) * 1000.0
-        p50, p95, p99 = np.percentile(a, (50, 95, 99))
+        p50, p95, p99 = percentiles(a, (50, 95, 99))
         stats = f" p50 {short_ms(p50)} p95 {short_ms(p95)} p99 {short_ms(p99)} n={n:,}"
         bar_rows = max(1, height - 1) if height >= 2 else 1
         bar_w = width - lab_w - len(stats)
