@@ -9,22 +9,27 @@ failure, recovery) to the chapter it happened in. Each run takes well under a se
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kvtui.events import (
     BlocksEvicted,
     ControlPlaneRecovered,
+    DecodeRouted,
     NodeDown,
     NodeUp,
     RequestArrived,
     RequestCompleted,
     RequestPreempted,
     RequestRejected,
+    RouteDecided,
 )
 from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
@@ -210,3 +215,100 @@ def test_a_load_aware_cache_router_wins_the_run():
         assert ttft_p95(best.completed) < ttft_p95(run(other).completed), other
     for load_only in ("least_loaded", "round_robin"):
         assert token_hit_rate(best.completed) > token_hit_rate(run(load_only).completed), load_only
+
+
+# ----------------------------------------------------------------------------- on the screen
+# Issue 35: a lesson true of the run is no lesson if the screen does not show it. These open
+# the app (Textual's Pilot) and read what it displays (tests/screen_support.py).
+SIZES = ((80, 24), (120, 40), (250, 70))
+
+
+def _app(path: Path = PRESSURE, policy: str | None = None):
+    from kvtui.tui.app import make_app
+
+    return make_app(load_scenario(path, []), policy=policy, fps=0, theme="dark")
+
+
+def _shown_ms(text: str) -> float:
+    """A latency as the histograms print it (kvtui/tui/widgets/histogram.py short_ms)."""
+    return float(text[:-2]) if text.endswith("ms") else float(text[:-1]) * 1000
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_every_chapter_can_be_read_whole_at_every_size(size):
+    """The line under the timeline holds the whole chapter, or says it is cut and `S` shows
+    all of it; either way every word of the chapter is on the screen."""
+    from screen_support import screen_text
+
+    from textual.containers import VerticalScroll
+
+    from kvtui.tui.screens.why import WhyScreen
+
+    async def read_all() -> None:
+        app = _app()
+        async with app.run_test(size=size) as pilot:
+            for i, ch in enumerate(app.runner.scenario.story):
+                app.runner.goto_time(ch.at + 0.01)
+                app.refresh_panels(force=True)
+                await pilot.pause()
+                words = " ".join(ch.text.split())
+                assert f"ch {i + 1}/" in screen_text(app)
+                if app.chapter.cut():
+                    assert "S reads it all" in screen_text(app, app.chapter.region), (size, ch.title)
+                    await pilot.press("S")
+                    await pilot.pause()
+                    assert isinstance(app.screen, WhyScreen)
+                    body = app.screen.query_one(VerticalScroll).content_region
+                    assert words in screen_text(app, body), (size, ch.title)
+                    await pilot.press("escape")
+                    await pilot.pause()
+                else:
+                    assert words in screen_text(app, app.chapter.region), (size, ch.title)
+
+    asyncio.run(read_all())
+
+
+@pytest.mark.parametrize("size", SIZES[1:], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_chapter_two_states_what_the_screen_shows(size):
+    """Chapter 2's claims, read off the screen at its end (44.9 s): under cache_aware one node's
+    `d` (requests done) is over twice the nodes' mean and TTFT p95 is in the hundreds of ms;
+    under load_prefix, the story's policy, TTFT p95 is in the tens."""
+    from screen_support import screen_text
+
+    async def shown(policy: str) -> tuple[list[int], float]:
+        app = _app(policy=policy)
+        async with app.run_test(size=size) as pilot:
+            app.runner.goto_time(chapter("first evictions")[1] - 0.1)
+            app.refresh_panels(force=True)
+            await pilot.pause()
+            text = screen_text(app)
+            assert "first evictions" in text  # still chapter 2
+            done = [int(d) for d in re.findall(r"node-[a-d] u\d+% c\d+% r\d+ w\d+ d(\d+)", text)]
+            p95 = re.search(r"TTFT \S+ p50 \S+ p95 (\S+)", text)
+            assert len(done) == 4 and p95, text
+            return done, _shown_ms(p95[1])
+
+    story = " ".join(load_scenario(PRESSURE, []).story[1].text.split())
+    assert "over twice its share" in story and "hundreds of milliseconds" in story and "in the tens" in story
+    done, p95 = asyncio.run(shown("cache_aware"))
+    assert max(done) > 2 * sum(done) / len(done), done
+    assert 100 <= p95 < 1000, p95
+    _, p95 = asyncio.run(shown("load_prefix"))
+    assert 10 <= p95 < 100, p95
+
+
+def test_the_disaggregation_story_tells_the_picks_in_the_order_the_events_show():
+    """Chapter 1 of disaggregation.yaml: the prefill pick, then the decode pick, as the events go."""
+    path = PRESSURE.parent / "disaggregation.yaml"
+    sc = load_scenario(path, [])
+    words = " ".join(sc.story[0].text.split())
+    assert words.index("its prefill node") < words.index("its decode node")
+    sim = Simulation(sc)
+    order: list[tuple[str, str]] = []
+    sim.subscribe(lambda ev: order.append((ev.kind, ev.request)), (RouteDecided, DecodeRouted))
+    sim.run_until(20.0)
+    sim.close()
+    first = {}
+    for kind, request in order:
+        first.setdefault(request, kind)
+    assert first and set(first.values()) == {"routed"}, first

@@ -53,7 +53,7 @@ from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.log_list import LogList
 from kvtui.tui.widgets.status_bar import StatusBar
 from kvtui.tui.widgets.overview import OVERVIEW_FROM, OverviewStrip
-from kvtui.tui.widgets.timeline import ChapterLine, Timeline
+from kvtui.tui.widgets.timeline import ChapterLine, Timeline, current_chapter
 from kvtui.tui.widgets.view_tabs import ViewTabs
 
 FPS = 20
@@ -266,6 +266,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
                 self.playing = False
                 if found is None:
                     self._nothing_found(what)
+                self._focus_found(found)
                 self._after_command()
         elif self.playing:
             if r.ended:
@@ -446,8 +447,17 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.seeking = None
             if found is None:
                 self._nothing_found(what)
+            self._focus_found(found)
         self._unhighlight_logs()
         self._after_command()
+
+    def _focus_found(self, found) -> None:
+        """Beyond OVERVIEW_FROM nodes the block map shows the selected node alone: a jump that
+        lands on a node's event (an eviction, a rejection at a node, a failure) selects that node,
+        so the map shows what was jumped to (issue 35: `e` left the map on an empty node)."""
+        node = getattr(found, "node", None)
+        if len(self.runner.node_names()) > OVERVIEW_FROM and isinstance(node, str) and node in self.runner.node_names():
+            self._select(node)
 
     def action_back(self) -> None:
         """One event back: the run is replayed from the nearest checkpoint (see Drive)."""
@@ -563,6 +573,26 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self._stop_seek()
         self.notify(target.title, title=f"Chapter at {target.at:g} s")
         self._start_go(("time", target.at))
+
+    def action_story(self) -> None:
+        from kvtui.tui.screens.why import WhyScreen
+
+        story = list(getattr(self.runner.scenario, "story", ()) or ())
+        i, ch = current_chapter(story, self.runner.now)
+        if ch is None:
+            self.notify("No chapter on show: k goes to the story's first." if story else
+                        "This scenario has no story: section (a list of chapters).", title="Story")
+            return
+        if isinstance(self.screen, WhyScreen):
+            return
+        title = f"Chapter {i + 1}/{len(story)} at {ch.at:g} s: {ch.title}"
+        written_for = self.runner.scenario.router.policy
+        if self.runner.policy != written_for:
+            title += f" (now {self.runner.policy}; the story is written for {written_for})"
+        self.push_screen(WhyScreen(title, " ".join(ch.text.split()), heading="The story, in full"))
+
+    def on_chapter_line_opened(self, _message: ChapterLine.Opened) -> None:
+        self.action_story()
 
     def action_why(self) -> None:
         from kvtui.tui.screens.why import WhyScreen, candidate_notes

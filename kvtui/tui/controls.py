@@ -72,6 +72,7 @@ CONTROLS: tuple[Control, ...] = (
     C("cancel-seek", "escape", "cancel_seek", "Cancel jump", "Cancel the jump", "while a jump searches: cancel it and go back to where it began", show=False, priority=True),
     C("next-chapter", "k", "chapter(1)", "chapter", "Next story chapter", "go to the next chapter of the scenario's story (K: previous)", show=False),
     C("prev-chapter", "K", "chapter(-1)", "chapter", "Previous story chapter", "go to the previous chapter of the story", show=False),
+    C("story", "S", "story", "Story", "Read the story's chapter in full", "the story's current chapter in full (the line under the timeline says when it is cut; or click it)", show=False),
     C("faster", "plus,equals_sign", "speed(1)", "Faster", "Faster", "faster (sim seconds per wall second)", display="+", group=SPEED, show=False),
     C("slower", "minus", "speed(-1)", "Slower", "Slower", "slower", display="-", group=SPEED, show=False),
     C("prev-node", "left_square_bracket", "select_node(-1)", "prev node", "Select previous node", "select the previous node (or click its map)", display="[", group=NODE, show=False),

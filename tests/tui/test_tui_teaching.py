@@ -367,3 +367,25 @@ def test_toasts_at_80x24_stay_whole_on_screen(make, scenario):
 
     run(toasts_after(make(), ["c", "l", "w", "c"]))  # no metadata: long refusals, and the detail note
     run(toasts_after(make_compare_app(scenario, "round_robin", fps=0, theme="dark"), ["e", "r", "p", "question_mark", "escape", "f"]))
+
+
+def test_a_jump_on_a_big_cluster_shows_the_node_it_found():
+    """Beyond 16 nodes the map shows one node: `e` moves it to the node that evicted (issue 35:
+    it stayed on the selected node, which had evicted nothing)."""
+    from pathlib import Path
+
+    from kvtui.events import BlocksEvicted
+    from kvtui.scenario import load_scenario
+    from kvtui.tui.app import make_app
+
+    async def go():
+        app = make_app(load_scenario(str(Path(__file__).with_name("scenario-64.yaml")), []), fps=0, theme="dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            first = app.selected_node
+            await pilot.press("e")
+            await pilot.pause()
+            found = app.runner.current
+            assert isinstance(found, BlocksEvicted) and found.node != first
+            assert app.selected_node == found.node and app.maps.only == found.node
+
+    run(go())

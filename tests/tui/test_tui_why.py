@@ -5,11 +5,10 @@ rejection's at 80x24): either the panel holds the whole text, or its title says 
 from __future__ import annotations
 
 import asyncio
-import io
 from pathlib import Path
 
 import pytest
-from rich.console import Console
+from screen_support import screen_text
 from textual.containers import VerticalScroll
 
 from kvtui.events import Event
@@ -24,19 +23,6 @@ KINDS = ("arrived", "routed", "rejected", "scheduled", "stored", "evicted", "pre
 
 
 CLASS_OF = {cls.kind: cls for cls in Event.__subclasses__()}
-
-
-def screen_text(app, region=None) -> str:
-    """What the terminal shows (inside `region` when given), as plain text with whitespace
-    collapsed: the screen composed as App.export_screenshot does, exported as text."""
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
-                      legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    rows = console.export_text(styles=False).splitlines()
-    if region is not None:
-        rows = [row[region.x:region.right] for row in rows[region.y:region.bottom]]
-    return " ".join(" ".join(rows).split())
 
 
 async def assert_readable(app, pilot, ev) -> None:

@@ -3,7 +3,7 @@ decision, every candidate's note, on a screen of its own that scrolls.
 
 The panel under the maps has a few lines (four at 80x24); a rejection's reasons or a decision
 among 16 nodes need more. `y` opens this screen from anywhere; the panel's title says so when
-its text does not fit.
+its text does not fit. The story's chapter in full (`S`) uses it too.
 """
 
 from __future__ import annotations
@@ -35,15 +35,15 @@ class WhyScreen(ModalScreen[None]):
     }
     WhyScreen .why-title { text-style: bold; color: $accent; }
     """
-    BINDINGS = [Binding("escape,y,q", "app.pop_screen", "Close")]
+    BINDINGS = [Binding("escape,y,q,S", "app.pop_screen", "Close")]
 
-    def __init__(self, title: str, body: str, notes: str = ""):
+    def __init__(self, title: str, body: str, notes: str = "", heading: str = "Why, in full"):
         super().__init__()
-        self.title_text, self.body, self.notes = title, body, notes
+        self.title_text, self.body, self.notes, self.heading = title, body, notes, heading
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as vs:
-            vs.border_title = "Why, in full (↑↓ pgup pgdn scroll; escape closes)"
+            vs.border_title = f"{self.heading} (↑↓ pgup pgdn scroll; escape closes)"
             yield Static(self.title_text, classes="why-title", markup=False)
             yield Static(self.body, markup=False)
             if self.notes:

@@ -525,13 +525,14 @@ class BlockMap(Widget):
             c = round(100 * nc.cached_idle / n) if n else 0
             h = node.hit_rate
             hs = "-" if h is None else f"{round(100 * h)}%"
-            r, w = len(node.running), len(node.waiting)
+            r, w, d = len(node.running), len(node.waiting), node.completed
             scale = f" 1:{nc.k}" if nc.k > 1 else ""
             tier = f" cpu {round(100 * node.cpu[0] / node.cpu[1])}%" if node.cpu is not None else ""
             pool, short = pool_words(node)
             options = [
-                f"{pool} used {u}% cached {c}%{tier} run {r} wait {w} hit(last {HIT_WINDOW}) {hs}{scale}",
-                f"{short} u{u}% c{c}%{tier} r{r} w{w} h{hs}{scale}",
+                f"{pool} used {u}% cached {c}%{tier} run {r} wait {w} done {d} hit(last {HIT_WINDOW}) {hs}{scale}",
+                f"{short} u{u}% c{c}%{tier} r{r} w{w} d{d} h{hs}{scale}",
+                f"{short} u{u}% c{c}%{tier} r{r} w{w} d{d}",
                 f"{short} u{u}% c{c}%{tier} r{r} w{w}",
                 f"{short} u{u}% c{c}% r{r} w{w}",
                 f"{short} u{u}% c{c}%",

@@ -146,30 +146,42 @@ class Timeline(Widget):
 
 
 class ChapterLine(Widget):
-    """The story's current chapter: `ch 2/6 title: text`, cut to the lines it has."""
+    """The story's current chapter: `ch 2/6 title: text`, wrapped over as many lines as the
+    terminal's height allows (LINES_BY_HEIGHT); when the chapter is longer, its last line ends
+    with `… S reads it all` and `S` (or a click) opens the chapter in full. Issue 35: a chapter
+    cut to one line showed 18-55 % of its text at 80 columns, with no way to read the rest."""
 
     DEFAULT_CSS = """
-    ChapterLine { height: 1; background: $boost; }
+    ChapterLine { height: auto; background: $boost; }
     ChapterLine > .chapter--title { color: $accent; text-style: bold; }
     """
     COMPONENT_CLASSES = {"chapter--title"}
+    MORE = " … S reads it all"
+
+    class Opened(Message):
+        """The chapter line was clicked: show the chapter in full."""
 
     def __init__(self, runner, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
         self.runner = runner
-        self._key = None
+        self._key: tuple | None = None
 
     def tick(self) -> None:
         i, _ = current_chapter(self.runner.scenario.story, self.runner.now)
-        key = (i, self.size.width, self.runner.policy)
+        key = (i, self.size.width, self.app.size.height, self.runner.policy)
         if key != self._key:
             self._key = key
-            self.refresh()
+            self.refresh(layout=True)
 
-    def render(self) -> Text:
+    def most_lines(self) -> int:
+        """Lines the chapter may take: more on a taller terminal (the maps need the rest)."""
+        height = self.app.size.height
+        return next(lines for rows, lines in LINES_BY_HEIGHT if height < rows)
+
+    def full_text(self) -> Text:
         story = self.runner.scenario.story
         i, ch = current_chapter(story, self.runner.now)
-        text = Text(no_wrap=False, overflow="ellipsis")
+        text = Text()
         if ch is None:
             if story:
                 text.append(f" story: chapter 1 at {story[0].at:g} s (k goes there)", Style(dim=True))
@@ -181,3 +193,33 @@ class ChapterLine(Widget):
         if ch.text:
             text.append(": " + " ".join(ch.text.split()))
         return text
+
+    def lines(self, width: int) -> list[Text]:
+        """The chapter wrapped at `width`, cut to `most_lines()` with the marker when longer."""
+        width = max(len(self.MORE) + 1, width)
+        wrapped = list(self.full_text().wrap(self.app.console, width))
+        most = self.most_lines()
+        if len(wrapped) <= most:
+            return wrapped
+        kept = wrapped[:most]
+        last = kept[-1]
+        last.rstrip()
+        last.truncate(width - len(self.MORE))
+        last.append(self.MORE, Style(dim=True, italic=True))
+        return kept
+
+    def cut(self) -> bool:
+        return len(self.full_text().wrap(self.app.console, max(1, self.size.width))) > self.most_lines()
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return max(1, len(self.lines(width)))
+
+    def render(self) -> Text:
+        return Text("\n").join(self.lines(self.size.width))
+
+    def on_click(self, event: events.Click) -> None:
+        self.post_message(self.Opened())
+
+
+LINES_BY_HEIGHT = ((30, 2), (45, 3), (10**6, 6))
+"""(terminal rows below which, chapter lines at most): 2 at 80x24, 3 at 120x40, 6 from 45 rows."""
