@@ -62,6 +62,7 @@ MIN_BUDGET_S = 0.004  # ... and the least, when drawing takes most of the frame 
 MAX_FRAME_GAP_S = 0.25  # a stalled frame never asks for more sim time than this x speed
 LOG_BATCH = 500  # most log lines added per frame (the logs keep 500; lines are formatted only when drawn)
 WIDE = 120  # columns from which every panel is shown at once
+TALL = 55  # rows from which the wide layout gives the histograms the room the Why panel left empty
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
 FREEZE_EVERY_S = 1.0  # while playing, hide the simulation's long-lived objects from the GC this often
 
@@ -222,6 +223,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
                 self.why.styles.max_height = None
         self.set_class(wide, "-wide")
         self.set_class(not wide, "-narrow")
+        self.set_class(height >= TALL, "-tall")
         if changed and hasattr(self, "latency_panels"):
             self.latency_panel().rebind()
         if hasattr(self, "timeline"):

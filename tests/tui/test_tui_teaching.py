@@ -389,3 +389,19 @@ def test_a_jump_on_a_big_cluster_shows_the_node_it_found():
             assert app.selected_node == found.node and app.maps.only == found.node
 
     run(go())
+
+
+def test_a_tall_terminal_gives_the_histograms_more_rows(make):
+    """Issue 35: at 250x70 about half the screen was empty; the wide layout's histograms take
+    more of it (more rows, finer bars) from app.TALL rows."""
+    from kvtui.tui.app import TALL
+    from kvtui.tui.widgets.histogram import Histogram
+
+    async def rows(size) -> int:
+        app = make()
+        async with app.run_test(size=size) as pilot:
+            await pilot.press(*["s"] * 40)
+            await pilot.pause()
+            return app.query_one("#latency-wide").query(Histogram).first().size.height
+
+    assert run(rows((250, TALL + 15))) > run(rows((120, 40))) >= 3
