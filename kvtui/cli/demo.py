@@ -9,6 +9,7 @@ one is (to copy it and edit).
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
 
@@ -18,10 +19,16 @@ DEFAULT = "pressure"
 USAGE = "kvtui demo [NAME] [--policy P] [--seed N] [--vs P] [--theme T] | --list | --path NAME"
 
 
+NOT_SHIPPED = ("agentic.yaml", "azure-*.yaml", "mooncake*.yaml")
+"""The scenarios that read trace files from outside the checkout: pyproject.toml's
+exclude-package-data leaves them out of the wheel (tests/cli/test_packaging.py holds the two
+lists equal), and a checkout's `--list` leaves them out too, so it names what a wheel ships."""
+
+
 def packaged() -> dict[str, Path]:
     """Shipped scenario name -> its file (inside the installed package, or the checkout)."""
     root = Path(str(resources.files("kvtui") / "scenarios"))
-    return {p.stem: p for p in sorted(root.glob("*.yaml"))}
+    return {p.stem: p for p in sorted(root.glob("*.yaml")) if not any(fnmatch(p.name, n) for n in NOT_SHIPPED)}
 
 
 def main(argv: list[str]) -> int:

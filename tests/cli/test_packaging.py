@@ -63,3 +63,17 @@ def test_demo_runs_from_an_empty_directory(wheel, tmp_path):
 
 def _site(venv: Path) -> Path:
     return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def test_demo_lists_what_the_wheel_ships(wheel):
+    """`kvtui demo --list` in a checkout names exactly the scenarios a wheel carries (issue 35:
+    it named 6 more, which read trace files from outside the checkout)."""
+    import tomllib
+
+    from kvtui.cli.demo import NOT_SHIPPED, packaged
+
+    excluded = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["exclude-package-data"]["kvtui"]
+    assert sorted(excluded) == sorted(f"scenarios/{n}" for n in NOT_SHIPPED)
+    names = zipfile.ZipFile(wheel).namelist()
+    in_wheel = {Path(n).stem for n in names if n.startswith("kvtui/scenarios/") and n.endswith(".yaml")}
+    assert set(packaged()) == in_wheel
