@@ -294,6 +294,26 @@ def test_pin_on_and_events_must_name_existing_nodes(tmp_path):
     ]
 
 
+def test_an_unknown_node_is_reported_with_a_bad_node_field_not_after_it(tmp_path):
+    """Issue 35: cross-references were checked only once every node built cleanly, so a bad
+    `kv_blocks` hid an unknown node until it was fixed; the docs say every problem at once. A
+    node whose name failed still holds the check back (its references would read as unknown)."""
+    path = write(tmp_path, """\
+        cluster:
+          nodes: [{name: node-a, kv_blocks: -5}, {name: node-b}]
+        events:
+          - {action: node_down, node: nodeb}
+        """)
+    assert [p[2].split(":")[0] for p in problems(path)] == ["cluster.nodes[0].kv_blocks", "events[0].node"]
+    path = write(tmp_path, """\
+        cluster:
+          nodes: [{name: [x]}, {name: node-b}]
+        events:
+          - {action: node_down, node: node-b}
+        """)
+    assert [p[2].split(":")[0] for p in problems(path)] == ["cluster.nodes[0].name"]
+
+
 def test_an_unknown_node_in_a_big_cluster_lists_a_few_names_and_the_count(tmp_path):
     nodes = ", ".join(f"{{name: n{i:02d}}}" for i in range(64))
     path = write(tmp_path, f"cluster:\n  nodes: [{nodes}]\nevents:\n  - {{action: node_down, node: zzz}}\n")
