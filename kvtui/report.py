@@ -241,6 +241,33 @@ def ladder_tables(docs: list[dict], unit: str = "sessions") -> Group:
     return Group(*blocks)
 
 
+CAPACITY_ATTAINMENT = 0.9
+"""`compare --ladder`'s capacity: the highest rate step up to which every step met its SLOs for at
+least this share of its requests (the predicted-latency blog's reading of a QPS ladder: the
+step where attainment falls below target is the capacity)."""
+
+
+def ladder_capacity(docs: list[dict], unit: str = "sessions", target: float = CAPACITY_ATTAINMENT) -> str:
+    """One line: each policy's capacity on the ladder (runs tagged `ladder: {"rate": R}`), or
+    why there is none (no SLO in the workload; the first step already below target)."""
+    by_policy: dict[str, list[tuple[float, float | None]]] = {}
+    for d in docs:
+        by_policy.setdefault(d["policy"], []).append((d["ladder"]["rate"], d["slo"]["attainment"]))
+    if all(a is None for steps in by_policy.values() for _, a in steps):
+        return ("capacity: none measured, the workload sets no SLO (e.g. --set "
+                "'workload.shared_prefix.slo={ttft_ms: 200, tpot_ms: 50}', or a group's slo)")
+    parts = []
+    for policy, steps in by_policy.items():
+        met = None
+        for rate, attainment in sorted(steps):
+            if attainment is None or attainment < target:
+                break
+            met = rate
+        parts.append(f"{policy} {met:g}" if met is not None else f"{policy} below the first step")
+    return (f"capacity ({unit}/s, the highest step up to which SLO attainment stayed at or above "
+            f"{target:.0%}): " + ", ".join(parts))
+
+
 def print_table(table: RenderableType) -> None:
     """Print to the terminal; when piped (into a doc or a file) use 120 columns, not Rich's 80,
     so wide comparisons are not squeezed into ellipses."""

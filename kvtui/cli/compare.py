@@ -102,7 +102,7 @@ def _eta(elapsed: float, estimated_done: float, estimated_left: float) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from kvtui.report import compare_table, ladder_tables, print_table
+    from kvtui.report import compare_table, ladder_capacity, ladder_tables, print_table
 
     p = Parser(
         prog="kvtui compare",
@@ -136,6 +136,7 @@ def main(argv: list[str]) -> int:
     if args.ladder is not None:
         runs, sim, unit = _ladder(args, policies)
         print_table(ladder_tables(runs, unit))
+        print(ladder_capacity(runs, unit))
     elif args.sweep:
         key, values = _parse_sweep(args.sweep)
         for value in values:

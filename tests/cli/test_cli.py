@@ -89,6 +89,26 @@ def test_compare_ladder_one_block_per_step(tmp_path):
     assert runs[0]["requests"]["arrived"] < runs[2]["requests"]["arrived"]
 
 
+def test_compare_ladder_prints_the_capacity_line(tmp_path):
+    """docs/cli.md: capacity = the last step meeting the SLOs (issue 35: no line was printed)."""
+    p = kvtui("compare", str(SCENARIOS / "pressure.yaml"), "--policies", "round_robin",
+              "--set", "workload.duration_s=20", "--ladder", "0.5,2")
+    assert p.returncode == 0, p.stderr
+    assert "capacity: none measured, the workload sets no SLO" in p.stdout
+
+
+def test_ladder_capacity_is_the_highest_step_before_attainment_first_falls():
+    from kvtui.report import ladder_capacity
+
+    def run(policy, rate, attainment):
+        return {"policy": policy, "ladder": {"rate": rate}, "slo": {"attainment": attainment}}
+
+    docs = [run("a", 1, 1.0), run("b", 1, 0.5), run("a", 2, 0.95), run("b", 2, 0.99),
+            run("a", 4, 0.6), run("b", 4, 0.99), run("a", 8, 0.95), run("b", 8, 0.91)]
+    line = ladder_capacity(docs, "requests", target=0.9)
+    assert line.endswith("a 2, b below the first step") and "90%" in line  # a's step 8 comes after a miss
+
+
 def test_compare_ladder_without_steps_is_bad_input():
     p = kvtui("compare", str(SCENARIOS / "pressure.yaml"), "--ladder")
     assert p.returncode == 2 and "ladder" in p.stderr and "Traceback" not in p.stderr
