@@ -99,4 +99,4 @@ def ingest(state: LiveState, delivery: Delivery) -> None:
         case Served():
             state.served.append(delivery)
         case Watching():
-            pass  # `state.engine` above gave it its counts
+            state.watched_at.setdefault(delivery.engine, delivery.at)  # `state.engine` above gave it its counts

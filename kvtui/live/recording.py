@@ -129,16 +129,22 @@ def read_recording_report(directory: str) -> Reading:
     reading = Reading()
 
     def apply(seq: int, ftype: int, payload) -> None:
-        if ftype == fr.RECORDS:
-            for r in fr.split_records(payload):
-                try:
-                    reading.deliveries.append(decode(bytes(r)))
-                except ValueError:
-                    reading.undecodable += 1
+        if ftype != fr.RECORDS:
+            return
+        try:
+            records = fr.split_records(payload)
+        except ValueError:
+            reading.undecodable += 1
+            return
+        for r in records:
+            try:
+                reading.deliveries.append(decode(bytes(r)))
+            except ValueError:
+                reading.undecodable += 1
 
     try:
         report = scan(RealFS(), directory, apply=apply, mapped=True).report
-    except ValueError as e:
+    except (ValueError, OSError) as e:
         raise InputError.one(directory, None, f"not a kvtui recording: {e}") from None
     if report.suspected_corruption:
         raise InputError([(directory, None, f"damaged recording: {d.describe()}") for d in report.damage])

@@ -29,6 +29,7 @@ from kvtui.sim.workload.hashing import chain_keys
 
 EVICTIONS_KEPT = 1_000_000
 SERVED_KEPT = 10_000
+SILENT_AFTER_S = 10.0  # an engine that sent nothing this long after kvtui began watching is shown
 # the index's tiers: every offloaded medium (vLLM's CPU and STORAGE, SGLang's CPU_PINNED, DISK
 # and EXTERNAL) scores as CPU
 _TIER = {"GPU": "gpu", "CPU": "cpu", "STORAGE": "cpu", "CPU_PINNED": "cpu", "DISK": "cpu", "EXTERNAL": "cpu"}
@@ -88,6 +89,7 @@ class LiveState:
         self.index: dict[int, set[tuple[str, str]]] = defaultdict(set)
         self.figures: dict[str, EngineFigures] = {}  # each engine's last scrape of its /metrics
         self.fresh_at: dict[str, float] = {}  # when each engine's /metrics last read well
+        self.watched_at: dict[str, float] = {}  # when each engine began to be watched
         self.evicted: dict[tuple[str, int], int] = {}  # (engine, key) -> seq of the batch that removed it
         self.kv_index = KVIndex()
         self.adapters: set[str] = set()  # LoRA adapters engines have stored blocks under
@@ -192,6 +194,18 @@ class LiveState:
             holders.discard(holder)
             if not holders:
                 del self.index[key]
+
+    def answered(self, name: str) -> bool:
+        """Did `name` ever send a message (a batch, or one that did not decode)?"""
+        counts = self.counts[name]
+        return counts.batches > 0 or counts.malformed > 0
+
+    def silent(self, now: float, after: float = SILENT_AFTER_S) -> list[str]:
+        """A line for every engine watched `after` seconds or more that never sent a batch:
+        the quiet failure of a wrong endpoint (ZMQ connects to anything, and waits)."""
+        return [f"no batch from {name} in {now - since:.0f} s: is the address the engine's "
+                "`--kv-events-config` endpoint?"
+                for name, since in self.watched_at.items() if now - since >= after and not self.answered(name)]
 
     def held(self, name: str, medium: str = "GPU") -> int:
         """Blocks `name` holds on `medium` now."""
