@@ -53,8 +53,10 @@ LOG = logging.getLogger("kvtui.route")
 
 
 class RouteProxy:
-    def __init__(self, host: str, port: int, router: LiveRouter, session, clock=time.time):
+    def __init__(self, host: str, port: int, router: LiveRouter, session, clock=time.time,
+                 client_timeout: float = CLIENT_TIMEOUT_S, engine_timeout: float = io.ENGINE_TIMEOUT_S):
         self.router, self.session, self.clock = router, session, clock
+        self.client_timeout, self.engine_timeout = client_timeout, engine_timeout
         self.ready: Queue[Served] = Queue()
         self.count = 0
         self.problems: Counter[str] = Counter()  # kind -> requests that ended in it
@@ -173,7 +175,7 @@ class _Server(ThreadingHTTPServer):
 
 def _handler(proxy: RouteProxy):
     class Handler(BaseHTTPRequestHandler):
-        timeout = CLIENT_TIMEOUT_S  # every read and write of the client's socket
+        timeout = proxy.client_timeout  # every read and write of the client's socket
 
         def log_message(self, *args) -> None:
             pass  # the app owns the terminal; problems go through proxy.problem
@@ -243,7 +245,7 @@ def _handler(proxy: RouteProxy):
             """Send `forward`, pass its answer on; (cached tokens, ttft, e2e). A whole answer
             is read before anything is sent (an engine failing in it is a clean 502); a
             stream is passed on as it comes, and ends with an error event if it breaks."""
-            with io.engine_call(forward, io.ENGINE_TIMEOUT_S) as response:
+            with io.engine_call(forward, proxy.engine_timeout) as response:
                 kind = response.headers.get("Content-Type", "application/json")
                 if "event-stream" not in kind:
                     data = io.read_whole(response)

@@ -86,12 +86,13 @@ def _page(url: str, deadline_s: float) -> bytes:
     parts = urllib.parse.urlsplit(url)
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = kind(parts.hostname or "", parts.port, timeout=TIMEOUT_S)
-    timer = threading.Timer(deadline_s, _cut, (conn,))
     deadline = time.monotonic() + deadline_s
+    timer = None
     body = bytearray()
     try:
         conn.connect()
-        timer.start()
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (conn.sock,))
+        timer.start()  # the socket itself: http.client lets go of it once the response holds it
         conn.request("GET", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
         response = conn.getresponse()
         if response.status != 200:
@@ -103,15 +104,16 @@ def _page(url: str, deadline_s: float) -> bytes:
             raise Slow(f"no whole page within {deadline_s:g} s ({len(body):,} bytes came)") from None
         raise
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         conn.close()
+    if time.monotonic() >= deadline:  # cut off: what came is not the whole page
+        raise Slow(f"no whole page within {deadline_s:g} s ({len(body):,} bytes came)")
     return bytes(body[:MAX_BYTES])
 
 
-def _cut(conn) -> None:
-    sock = conn.sock
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+def _cut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
