@@ -204,15 +204,16 @@ def _handler(proxy: RouteProxy):
                 pass
 
         def do_GET(self) -> None:
-            api = proxy.any_api()
-            if self.path.rstrip("/") != "/v1/models" or api is None:
-                return self._error(404, f"route mode serves {', '.join(ROUTED_PATHS)} and /v1/models")
-            self._answer(lambda: self._relay(urllib.request.Request(api + "/v1/models"), time.monotonic()))
+            self._answer(self._models)
 
         def do_POST(self) -> None:
-            if self.path not in ROUTED_PATHS:
-                return self._error(404, f"route mode serves {', '.join(ROUTED_PATHS)} and /v1/models")
             self._answer(self._route)
+
+        def _models(self) -> None:
+            api = proxy.any_api()
+            if self.path.rstrip("/") != "/v1/models" or api is None:
+                raise Refused(404, f"route mode serves {', '.join(ROUTED_PATHS)} and /v1/models", "path")
+            self._relay(urllib.request.Request(api + "/v1/models"), time.monotonic())
 
         def _answer(self, serve) -> None:
             """Run `serve`; a Refused becomes the client's answer, and anything else a 502:
@@ -229,6 +230,8 @@ def _handler(proxy: RouteProxy):
                 self._error(500, f"kvtui route: {type(e).__name__}")
 
         def _route(self) -> None:
+            if self.path not in ROUTED_PATHS:
+                raise Refused(404, f"route mode serves {', '.join(ROUTED_PATHS)} and /v1/models", "path")
             raw = io.read_body(self.headers, self.rfile)
             body = io.completion_request(raw)
             tokens = proxy.tokens(io.tokenize_body(body))

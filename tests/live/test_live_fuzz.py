@@ -157,8 +157,11 @@ EXTRAS = ["replay=tcp://127.0.0.1:5558", "replay=tcp://*:1", "metrics=http://h/m
 
 
 def fuzzed_spec(rng: random.Random) -> str:
+    """Half of them good in their name and endpoint, so both ways are well exercised."""
     extras = rng.sample(EXTRAS, rng.randrange(3))
-    return ",".join([f"{rng.choice(NAMES)}={rng.choice(ENDPOINTS)}"] + extras)
+    name = f"e{rng.randrange(99)}" if rng.random() < 0.5 else rng.choice(NAMES)
+    endpoint = f"tcp://127.0.0.1:{rng.randrange(1, 65535)}" if rng.random() < 0.5 else rng.choice(ENDPOINTS)
+    return ",".join([f"{name}={endpoint}"] + extras)
 
 
 def test_fuzzed_engine_specs_are_engines_or_exit_2(tmp_path, capsys):
@@ -268,11 +271,11 @@ BODIES = [b'{"prompt": "1 2 3 4 5", "max_tokens": 2}', b'{"prompt": "1 2", "stre
 
 def fuzzed_request(rng: random.Random) -> bytes:
     body = rng.choice(BODIES)
-    path = rng.choice(["/v1/completions", "/v1/chat/completions", "/v1/models", "/x", "/" + "a" * 70_000])
+    path = rng.choice(["/v1/completions"] * 6 + ["/v1/chat/completions"] * 2 + ["/v1/models", "/x", "/" + "a" * 70_000])
     method = rng.choice(["POST"] * 6 + ["GET", "PUT", "BREW"])
     length = rng.choice([str(len(body))] * 5 + ["-1", "x", "", str(len(body) + 5), "99999999999", "1e3"])
     head = [f"{method} {path} HTTP/1.1", "Host: x"] + ([f"Content-Length: {length}"] if length else [])
-    head += [f"X-{i}: v" for i in range(rng.choice([0, 0, 0, 120]))]
+    head += [f"X-{i}: v" for i in range(rng.choice([0] * 9 + [120]))]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 

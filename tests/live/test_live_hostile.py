@@ -21,7 +21,7 @@ from kvtui.live.delivery import Gap, Received, Watching, ingest
 from kvtui.live.engines import Engine
 from kvtui.live.metrics import engine_figures
 from kvtui.live.proxy import RouteProxy
-from kvtui.live.recording import Recorder, read_recording
+from kvtui.live.recording import Recorder
 from kvtui.live.routing import LiveRouter
 from kvtui.live.scraper import scrape
 from kvtui.live.session import LiveSession, summary_lines
@@ -439,8 +439,3 @@ def test_a_silent_engine_is_named_after_ten_seconds():
                                    "`--kv-events-config` endpoint?"]
     assert summary_lines(state)[1].startswith("vllm-b: stored 2")
 
-
-def test_read_recording_still_gives_the_deliveries(tmp_path):
-    rec = str(tmp_path / "rec")
-    _recording(rec, batches=3)
-    assert [type(d).__name__ for d in read_recording(rec)] == ["Watching"] + ["Received"] * 3
