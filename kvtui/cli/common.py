@@ -18,6 +18,13 @@ class UsageError(Exception):
     """Bad command-line usage: exit 2 with the message."""
 
 
+def port_number(text: str) -> int | None:
+    """A TCP port written in ASCII digits, 1 to 65535; None for anything else."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 5) or not 0 < int(text) < 65536:
+        return None
+    return int(text)
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would exit 2 itself; keep one exit path
         raise UsageError(f"{self.prog}: {message}\n{self.format_usage().strip()}")

@@ -4,13 +4,15 @@ Engines come from the file, from `--engine` (repeatable), or both.
 
 With `--no-ui --duration S` it is headless: it subscribes to every engine of the file for S
 seconds, then prints one line per engine with the blocks stored and removed, the batches
-received, the gaps replay could not fill and the malformed messages. Without `--no-ui` it opens
+received, the gaps replay could not fill and the malformed messages (by kind), and a line for
+every engine that never sent a batch; when none of them ever sent anything it exits 2 (a wrong
+address is the usual cause: ZMQ connects to anything and waits). Without `--no-ui` it opens
 the live app (kvtui/tui/live_app.py) until quit, or for S seconds when `--duration` is given.
 """
 
 from __future__ import annotations
 
-from kvtui.cli.common import Parser, UsageError
+from kvtui.cli.common import Parser, UsageError, port_number
 
 
 def main(argv: list[str]) -> int:
@@ -26,26 +28,49 @@ def main(argv: list[str]) -> int:
 
 
 def _headless(engines, recorder, args) -> int:
-    from kvtui.live.session import LiveSession, summary_lines
+    import sys
+    import time
 
-    session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout)
+    from kvtui.live.session import summary_lines
+
+    session = _session(engines, recorder, args)
     _route(session, engines, args)
     try:
         session.run_for(args.duration)
     finally:
         session.close()
-    print("\n".join(summary_lines(session.state)))
+    state = session.state
+    print("\n".join(summary_lines(state)))
+    silent = state.silent(time.time(), after=min(args.duration, 10.0))
+    if silent:
+        print("\n".join(silent), file=sys.stderr)
+    if not any(state.answered(name) for name in state.counts):
+        print(f"kvtui live: no engine sent anything in {args.duration:g} s", file=sys.stderr)
+        return 2
     return 0
+
+
+def _session(engines, recorder, args, listener=None):
+    """The session over `engines`; a ZMQ refusal of an address is a usage error (exit 2)."""
+    import zmq
+
+    from kvtui.live.session import LiveSession
+
+    try:
+        return LiveSession(engines, recorder, replay_timeout=args.replay_timeout, listener=listener)
+    except zmq.ZMQError as e:
+        if recorder is not None:
+            recorder.close()
+        raise UsageError(f"kvtui live: cannot subscribe: {e}") from None
 
 
 def _app(engines, recorder, args, argv: list[str]) -> int:
     from kvtui.cli.app import run_app
-    from kvtui.live.session import LiveSession
     from kvtui.run.live import LiveRun
     from kvtui.tui.live_app import LiveApp
 
     run = LiveRun(live=True)
-    session = LiveSession(engines, recorder, replay_timeout=args.replay_timeout, listener=run.receive)
+    session = _session(engines, recorder, args, listener=run.receive)
     _route(session, engines, args)
     app = LiveApp(run, f"live {args.engines or ', '.join(e.name for e in engines)}", session=session, theme=args.theme, duration=args.duration)
     try:
@@ -71,14 +96,15 @@ def _route(session, engines, args) -> None:
 
 
 def _engines(args) -> list:
-    """The engines of the file, then those of `--engine`, each name once."""
-    from kvtui.live.engines import engine_from_argument, load_engines
+    """The engines of the file, then those of `--engine`, each name (each rank's) once."""
+    from kvtui.live.engines import engine_from_argument, load_engines, name_clash
 
-    engines = (load_engines(args.engines) if args.engines else []) + [engine_from_argument(a) for a in args.engine]
-    names = [e.name for e in engines]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise UsageError(f"kvtui live: engine {twice[0]!r} is named twice (engines file and --engine together)")
+    engines = load_engines(args.engines) if args.engines else []
+    for argument in args.engine:
+        engine = engine_from_argument(argument)
+        if (why := name_clash(engines, engine)) is not None:
+            raise UsageError(f"kvtui live: --engine {argument!r}: {why} (the engines file and --engine together)")
+        engines.append(engine)
     return engines
 
 
@@ -113,8 +139,8 @@ def _check_route(args) -> None:
         raise UsageError(f"kvtui live: --route {args.route}: {why}")
     args.listen = args.listen or "127.0.0.1:8000"
     host, sep, port = args.listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UsageError(f"kvtui live: --listen {args.listen!r} is not HOST:PORT")
+    if not sep or not host or not port_number(port):
+        raise UsageError(f"kvtui live: --listen {args.listen!r} is not HOST:PORT (PORT from 1 to 65535)")
 
 
 def _parser() -> Parser:

@@ -1,7 +1,9 @@
 """`kvtui replay DIR`: a `kvtui live --record` recording, in the app or (`--no-ui`) as figures.
 
 Every recorded delivery goes through the same `ingest` as live, so the headless lines are the
-ones the live session printed, and the app shows what the live app showed at each batch.
+ones the live session printed, and the app shows what the live app showed at each batch. What
+the recording lost (a damaged last entry: the unflushed tail) and what it holds that is no
+delivery are said on stderr first, with their counts (kvtui/live/recording.py `Reading`).
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from kvtui.cli.common import Parser, UsageError
 
 
 def main(argv: list[str]) -> int:
-    from kvtui.live.recording import read_recording
+    import sys
+
+    from kvtui.live.recording import read_recording_report
 
     args = _parser().parse_args(argv)
     if not args.no_ui:
         _need_terminal()
-    deliveries = read_recording(args.recording)
-    return _headless(deliveries) if args.no_ui else _app(deliveries, args, argv)
+    reading = read_recording_report(args.recording)
+    for warning in reading.warnings:
+        print(f"kvtui replay: warning: {warning}", file=sys.stderr)
+    return _headless(reading.deliveries) if args.no_ui else _app(reading.deliveries, args, argv)
 
 
 def _headless(deliveries) -> int:

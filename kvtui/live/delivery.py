@@ -42,6 +42,17 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class Restarted:
+    """The engine's seq went back (kvtui/live/subscriber.py): a new process, with an empty
+    cache, numbering its batches anew. A new epoch: its blocks so far are gone."""
+
+    engine: str
+    at: float
+    last_seq: int  # the last seq of the epoch that ended
+    seq: int  # the first seq of the new one
+
+
+@dataclass(frozen=True)
 class Scraped:
     engine: str
     at: float
@@ -63,26 +74,29 @@ class Served:
     e2e_s: float
 
 
-Delivery = Watching | Received | Gap | Scraped | Served
+Delivery = Watching | Received | Gap | Restarted | Scraped | Served
 
 
 def ingest(state: LiveState, delivery: Delivery) -> None:
-    """Apply one delivery to the state; a malformed message is counted, never raised."""
+    """Apply one delivery to the state; a malformed message is counted by kind, never raised."""
     counts = state.engine(delivery.engine)
     match delivery:
         case Received(frames=frames):
             try:
                 batch = decode_message(list(frames))
-            except Malformed:
-                counts.malformed += 1
+            except Malformed as e:
+                counts.bad(e.kind)
                 return
             state.apply(delivery.engine, batch)
             counts.replayed += delivery.replayed
+            counts.last_batch_at = delivery.at
         case Gap(missing=missing):
             counts.gaps += missing
+        case Restarted():
+            state.restarted(delivery.engine)
         case Scraped(figures=figures):
-            state.figures[delivery.engine] = figures
+            state.scraped(delivery.engine, delivery.at, figures)
         case Served():
             state.served.append(delivery)
         case Watching():
-            pass  # `state.engine` above gave it its counts
+            state.watched_at.setdefault(delivery.engine, delivery.at)  # `state.engine` above gave it its counts

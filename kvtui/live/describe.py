@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kvtui.live.delivery import Delivery, Gap, Received, Scraped, Served, Watching
+from kvtui.live.delivery import Delivery, Gap, Received, Restarted, Scraped, Served, Watching
 from kvtui.live.wire import AllBlocksCleared, BlockRemoved, BlockStored, Malformed, decode_message
 
 
@@ -19,12 +19,14 @@ def describe(delivery: Delivery) -> str:
             try:
                 batch = decode_message(list(frames))
             except Malformed as e:
-                return f"malformed message: {e}"
+                return f"malformed message ({e.kind}): {e}"
             return f"seq {batch.seq}{' (replay)' if replayed else ''}: " + (_changes(batch.events) or "empty batch")
         case Gap(first_missing=first, missing=n):
             return f"gap: {n} batch{'es' if n != 1 else ''} from seq {first} lost (replay could not return them)"
         case Watching():
             return "watching"
+        case Restarted(last_seq=last, seq=seq):
+            return f"restarted: seq went back from {last} to {seq}; a new epoch (its blocks so far are gone)"
         case Served():
             return served_line(delivery)
         case Scraped(figures=f):

@@ -12,11 +12,15 @@ With several engine cores behind one server (data parallelism) the server report
 its `engine` label; kvtui adds their requests and prefix-cache counters up (usage: their mean;
 GPU blocks: one core's, each has its own pool of that size), so every rank of an engine shows
 the whole server's figures. The text format is read here (a line is `name{labels} value
-[timestamp]`), so no Prometheus client library is needed; what is not a sample is skipped.
+[timestamp]`), so no Prometheus client library is needed; what is not a sample is skipped, and
+so is a sample kvtui cannot use (a value that is NaN or infinite, a count that is not ASCII
+digits, a label value like `"²"`): those are counted (`EngineFigures.skipped`) and shown, and
+one bad sample never costs the rest of the page.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -39,6 +43,7 @@ class EngineFigures:
     prefix_queries: int | None = None  # tokens
     prefix_hits: int | None = None
     error: str | None = None  # the scrape failed: why (the figures above are then all None)
+    skipped: int = 0  # samples of the page that could not be used (NaN, infinite, unreadable)
 
     @property
     def hit_rate(self) -> float | None:
@@ -47,9 +52,15 @@ class EngineFigures:
         return self.prefix_hits / self.prefix_queries if self.prefix_hits is not None else None
 
 
-def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
-    """Every sample of a Prometheus text exposition: (name, labels, value)."""
-    out = []
+_COUNT = re.compile(r"[0-9]{1,12}", re.ASCII)
+KNOWN = (RUNNING, WAITING, USAGE, QUERIES, HITS, CACHE_INFO)
+
+
+def samples(text: str) -> tuple[list[tuple[str, dict[str, str], float]], int]:
+    """Every usable sample of a Prometheus text exposition, (name, labels, value), and how many
+    samples of the metrics kvtui reads were skipped (a value that is not a finite number);
+    a bad sample of another metric costs nothing."""
+    out, skipped = [], 0
     for line in text.splitlines():
         match = _SAMPLE.match(line.strip())
         if match is None or line.startswith("#"):
@@ -57,29 +68,39 @@ def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
         try:
             value = float(match.group(3))
         except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            skipped += match.group(1) in KNOWN
             continue
         out.append((match.group(1), dict(_LABEL.findall(match.group(2) or "")), value))
-    return out
+    return out, skipped
 
 
 def engine_figures(text: str) -> EngineFigures:
     by_name: dict[str, list[tuple[dict, float]]] = {}
-    for name, labels, value in samples(text):
+    found, skipped = samples(text)
+    for name, labels, value in found:
         by_name.setdefault(name, []).append((labels, value))
     info = by_name.get(CACHE_INFO, [])
-    usage = [v for _, v in by_name.get(USAGE, [])]
+    usage = [v for _, v in by_name.get(USAGE, []) if 0 <= v <= 1]
+    skipped += len(by_name.get(USAGE, [])) - len(usage)
+    blocks, bad_blocks = _info_first(info, "num_gpu_blocks")
+    size, bad_size = _info_first(info, "block_size")
     return EngineFigures(
-        num_gpu_blocks=_info_first(info, "num_gpu_blocks"), block_size=_info_first(info, "block_size"),
+        num_gpu_blocks=blocks, block_size=size,
         kv_usage=sum(usage) / len(usage) if usage else None,
         running=_sum(by_name, RUNNING), waiting=_sum(by_name, WAITING),
-        prefix_queries=_sum(by_name, QUERIES), prefix_hits=_sum(by_name, HITS))
+        prefix_queries=_sum(by_name, QUERIES), prefix_hits=_sum(by_name, HITS),
+        skipped=skipped + bad_blocks + bad_size)
 
 
 def _sum(by_name: dict, name: str) -> int | None:
-    values = [v for _, v in by_name.get(name, [])]
+    values = [v for _, v in by_name.get(name, []) if 0 <= v < 1e18]
     return int(sum(values)) if values else None
 
 
-def _info_first(info: list, label: str) -> int | None:
-    values = [int(labels[label]) for labels, _ in info if labels.get(label, "").isdigit()]
-    return values[0] if values else None
+def _info_first(info: list, label: str) -> tuple[int | None, int]:
+    """The first readable count `label` of the info samples, and how many were unreadable."""
+    values = [labels[label] for labels, _ in info if label in labels]
+    good = [int(v) for v in values if _COUNT.fullmatch(v) and int(v) > 0]
+    return (good[0] if good else None), len(values) - len(good)

@@ -15,7 +15,7 @@ keys yet: every engine is taken to serve one base model.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +29,10 @@ from kvtui.sim.workload.hashing import chain_keys
 
 EVICTIONS_KEPT = 1_000_000
 SERVED_KEPT = 10_000
-_TIER = {"GPU": "gpu", "CPU": "cpu", "STORAGE": "cpu"}  # the index's tiers: offloaded blocks score as CPU
+SILENT_AFTER_S = 10.0  # an engine that sent nothing this long after kvtui began watching is shown
+# the index's tiers: every offloaded medium (vLLM's CPU and STORAGE, SGLang's CPU_PINNED, DISK
+# and EXTERNAL) scores as CPU
+_TIER = {"GPU": "gpu", "CPU": "cpu", "STORAGE": "cpu", "CPU_PINNED": "cpu", "DISK": "cpu", "EXTERNAL": "cpu"}
 
 
 @dataclass
@@ -45,11 +48,22 @@ class EngineCounts:
     replayed: int = 0  # batches replay did fill (counted in `batches` too)
     orphans: int = 0  # stored blocks not indexed: their parent hash was unknown
     unknown_removed: int = 0  # removed hashes that were not held
+    epochs: int = 1  # a restart (the seq went back) or an AllBlocksCleared begins the next
+    restarts: int = 0
+    malformed_by_kind: Counter = field(default_factory=Counter)  # Malformed.kind -> messages
+    last_batch_at: float | None = None  # receive time of the last batch that decoded
+
+    def bad(self, kind: str) -> None:
+        self.malformed += 1
+        self.malformed_by_kind[kind] += 1
 
     def line(self, name: str) -> str:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(self.malformed_by_kind.items()))
         return (f"{name}: stored {self.stored} removed {self.removed} cleared {self.cleared} "
                 f"batches {self.batches} gaps {self.gaps} malformed {self.malformed}"
-                + (f" (replay filled {self.replayed})" if self.replayed else ""))
+                + (f" ({kinds})" if kinds else "")
+                + (f" (replay filled {self.replayed})" if self.replayed else "")
+                + (f" epochs {self.epochs} (restarts {self.restarts})" if self.epochs > 1 else ""))
 
 
 @dataclass
@@ -74,6 +88,8 @@ class LiveState:
         self.blocks: dict[str, EngineBlocks] = {}
         self.index: dict[int, set[tuple[str, str]]] = defaultdict(set)
         self.figures: dict[str, EngineFigures] = {}  # each engine's last scrape of its /metrics
+        self.fresh_at: dict[str, float] = {}  # when each engine's /metrics last read well
+        self.watched_at: dict[str, float] = {}  # when each engine began to be watched
         self.evicted: dict[tuple[str, int], int] = {}  # (engine, key) -> seq of the batch that removed it
         self.kv_index = KVIndex()
         self.adapters: set[str] = set()  # LoRA adapters engines have stored blocks under
@@ -140,8 +156,23 @@ class LiveState:
                 self.kv_index.remove(name, (key,), _TIER[e.medium])
                 self._remember_eviction(name, key, seq)
 
+    def restarted(self, name: str) -> None:
+        """The engine restarted: a new epoch, and its blocks are gone with the old process."""
+        self.counts[name].restarts += 1
+        self._forget(name)
+
+    def scraped(self, name: str, at: float, figures: EngineFigures) -> None:
+        self.figures[name] = figures
+        if figures.error is None:
+            self.fresh_at[name] = at
+
     def _cleared(self, name: str) -> None:
         self.counts[name].cleared += 1
+        self._forget(name)
+
+    def _forget(self, name: str) -> None:
+        """Every block of `name` gone (an AllBlocksCleared, a restart): a new epoch."""
+        self.counts[name].epochs += 1
         for medium, held in self.blocks[name].by_medium.items():
             for key in held.values():
                 self._unindex(key, (name, medium))
@@ -163,6 +194,18 @@ class LiveState:
             holders.discard(holder)
             if not holders:
                 del self.index[key]
+
+    def answered(self, name: str) -> bool:
+        """Did `name` ever send a message (a batch, or one that did not decode)?"""
+        counts = self.counts[name]
+        return counts.batches > 0 or counts.malformed > 0
+
+    def silent(self, now: float, after: float = SILENT_AFTER_S) -> list[str]:
+        """A line for every engine watched `after` seconds or more that never sent a batch:
+        the quiet failure of a wrong endpoint (ZMQ connects to anything, and waits)."""
+        return [f"no batch from {name} in {now - since:.0f} s: is the address the engine's "
+                "`--kv-events-config` endpoint?"
+                for name, since in self.watched_at.items() if now - since >= after and not self.answered(name)]
 
     def held(self, name: str, medium: str = "GPU") -> int:
         """Blocks `name` holds on `medium` now."""

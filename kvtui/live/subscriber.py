@@ -3,33 +3,49 @@
 The protocol is vLLM 0.33.0's (`vllm/distributed/kv_events.py`, `ZmqEventPublisher`):
 - PUB sends `[topic, seq, payload]`, `seq` counting from 0 per publisher;
 - the ROUTER replay socket takes `[b"", start_seq]` (8 bytes big-endian) from a DEALER and
-  answers every buffered batch with `seq >= start_seq` as `[b"", topic, seq, payload]`, then an
-  end marker whose seq is -1: `[b"", b"", END_SEQ, b""]` in 0.33.0 (`_service_replay`),
-  `[b"", END_SEQ, b""]` in 0.11.0; both are recognised.
+  answers every buffered batch with `seq >= start_seq`, then an end marker whose seq is -1.
+  What the DEALER reads differs by engine, and all forms are read (`_reply`):
+  `[b"", topic, seq, payload]` and the end `[b"", b"", END_SEQ, b""]` (vLLM 0.33.0,
+  `_service_replay`); `[b"", seq, payload]` and `[b"", END_SEQ, b""]` (vLLM 0.11.0, and SGLang
+  0.5.x: python/sglang/srt/disaggregation/kv_events.py `_service_replay`, sgl-project/sglang@612d579);
+  `[topic, seq, payload]` without the delimiter.
 
 Sequence rules: the next expected seq starts at 0, so a subscriber that joins late asks replay
-for everything the engine still buffers. A seq below the expected one is a duplicate (dropped);
-one above it is a gap: the subscriber asks replay for the missing range, delivers what comes
-back in order, and delivers a `Gap` for what did not (no replay endpoint, a timeout, or batches
-already gone from the engine's buffer).
+for everything the engine still buffers. One above the expected seq is a gap: the subscriber asks
+replay for the missing range, delivers what comes back in order, and delivers a `Gap` for what
+did not (no replay endpoint, a timeout, or batches already gone from the engine's buffer). The
+work is bounded by what replay returns (at most REPLAY_MAX batches), never by the size of the
+jump: a seq of 2**62 is one counted gap, not a walk over every missing number.
+
+A seq below the expected one is either a duplicate (the same batch again, as the catch-up at
+the start can give: its frames hash as one of the last RECENT delivered did) or a restarted engine
+(its seq went back, to 0 on a restart): the subscriber delivers `Restarted` and follows the new
+numbering from there, so nothing the new process publishes is dropped.
 
 An engine that is not up is not an error: ZMQ connects in the background and retries with
-exponential backoff (RECONNECT_IVL doubling up to RECONNECT_IVL_MAX), and a replay request that
-gets no answer in `replay_timeout` seconds becomes a recorded gap.
+exponential backoff (RECONNECT_IVL doubling up to RECONNECT_IVL_MAX). A replay request gets
+`replay_timeout` seconds between messages and REPLAY_DEADLINES times that in all, so a replay
+socket that answers slowly, forever, or never cannot hold kvtui up; what did not come is a gap.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 import zmq
 
-from kvtui.live.delivery import Delivery, Gap, Received
-from kvtui.live.wire import END_SEQ, Malformed, decode_seq
+from kvtui.live.delivery import Delivery, Gap, Received, Restarted
+from kvtui.live.wire import END_SEQ, Malformed, batch_seq
 
 RECONNECT_FIRST_MS = 100
 RECONNECT_MAX_MS = 5_000
+REPLAY_MAX = 100_000  # batches one replay answer may hold (vLLM's and SGLang's buffers keep 10,000)
+REPLAY_DEADLINES = 5  # a whole replay answer gets this many replay timeouts
+DRAIN_MAX = 10_000  # messages handled per drain, so a flood cannot starve the app's frames
+RECENT = 20_000  # delivered batches remembered (by a hash) to tell a duplicate from a restart
+MAX_FRAME_BYTES = 64 << 20  # a ZMQ message larger than this is refused by the socket itself
 
 
 class Subscriber:
@@ -40,31 +56,43 @@ class Subscriber:
         self.ctx, self.replay_timeout = ctx, replay_timeout
         self.expected = 0
         self.duplicates = 0
+        self.recent: OrderedDict[int, int] = OrderedDict()  # seq -> hash of its frames
         self.socket = _connect(ctx.socket(zmq.SUB), endpoint)
         self.socket.setsockopt(zmq.SUBSCRIBE, b"")
 
-    def drain(self) -> int:
-        """Handle every message waiting on the socket; returns how many."""
+    def drain(self, most: int = DRAIN_MAX) -> int:
+        """Handle the messages waiting on the socket, at most `most`; returns how many."""
         n = 0
-        while True:
+        while n < most:
             try:
                 frames = self.socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return n
             self.on_message(frames)
             n += 1
+        return n
 
     def on_message(self, frames: list[bytes]) -> None:
         seq = _seq_of(frames)
         if seq is None:  # cannot even read its seq: pass it on to be counted as malformed
             self.deliver(Received(self.name, self.clock(), tuple(frames)))
-        elif seq < self.expected:
-            self.duplicates += 1
-        else:
-            if seq > self.expected:
-                self._fill(self.expected, seq)
-            self.deliver(Received(self.name, self.clock(), tuple(frames)))
-            self.expected = seq + 1
+            return
+        if seq < self.expected:
+            if self.recent.get(seq) == hash(tuple(frames)):
+                self.duplicates += 1
+                return
+            self.deliver(Restarted(self.name, self.clock(), self.expected - 1, seq))
+            self.expected, self.recent = 0, OrderedDict()
+        if seq > self.expected:
+            self._fill(self.expected, seq)
+        self._received(seq, tuple(frames))
+        self.expected = seq + 1
+
+    def _received(self, seq: int, frames: tuple[bytes, ...], replayed: bool = False) -> None:
+        self.deliver(Received(self.name, self.clock(), frames, replayed=replayed))
+        self.recent[seq] = hash(frames)
+        if len(self.recent) > RECENT:
+            self.recent.popitem(last=False)
 
     def catch_up(self) -> None:
         """At the start, ask replay for everything the engine still buffers: an engine that has
@@ -82,19 +110,16 @@ class Subscriber:
         self._deliver_range({s: f for s, f in self._ask_replay(first) if first <= s < stop}, first, stop)
 
     def _deliver_range(self, got: dict, first: int, stop: int) -> None:
-        missing_from = None
-        for s in range(first, stop):
-            if s in got:
-                self._flush_gap(missing_from, s)
-                missing_from = None
-                self.deliver(Received(self.name, self.clock(), got[s], replayed=True))
-            elif missing_from is None:
-                missing_from = s
-        self._flush_gap(missing_from, stop)
-
-    def _flush_gap(self, start: int | None, stop: int) -> None:
-        if start is not None:
-            self.deliver(Gap(self.name, self.clock(), start, stop - start))
+        """What replay returned, in order, with a Gap for each run that is missing: the work
+        is one step per batch returned, however far apart `first` and `stop` are."""
+        at = first
+        for s in sorted(got):
+            if s > at:
+                self.deliver(Gap(self.name, self.clock(), at, s - at))
+            self._received(s, got[s], replayed=True)
+            at = s + 1
+        if stop > at:
+            self.deliver(Gap(self.name, self.clock(), at, stop - at))
 
     def _ask_replay(self, start: int) -> list[tuple[int, tuple[bytes, ...]]]:
         """(seq, [topic, seq, payload]) for what the replay socket returns; [] without one."""
@@ -108,22 +133,46 @@ class Subscriber:
             dealer.close(linger=0)
 
     def _replies(self, dealer: zmq.Socket):
-        while dealer.poll(int(self.replay_timeout * 1000)):
-            frames = dealer.recv_multipart()[1:]  # the empty delimiter first
-            seq = _seq_of(frames)
-            if _is_end(frames):
+        """The batches of one replay answer, until its end marker, a silence of
+        `replay_timeout`, the answer's deadline or REPLAY_MAX batches, whichever comes first."""
+        deadline = time.monotonic() + REPLAY_DEADLINES * self.replay_timeout
+        for _ in range(REPLAY_MAX):
+            left = min(self.replay_timeout, deadline - time.monotonic())
+            if left <= 0 or not dealer.poll(int(left * 1000)):
                 return
+            frames = _reply(dealer.recv_multipart())
+            if frames is None:
+                continue
+            if frames[1] == _END:
+                return
+            seq = _seq_of(list(frames))
             if seq is not None:
-                yield seq, tuple(frames)
+                yield seq, frames
 
     def close(self) -> None:
         self.socket.close(linger=0)
+
+
+_END = END_SEQ.to_bytes(8, "big", signed=True)
+
+
+def _reply(frames: list[bytes]) -> tuple[bytes, ...] | None:
+    """A replay message as `(topic, seq, payload)`, in whichever form the engine sent it
+    (module docstring); None for any other shape."""
+    if len(frames) == 4 and frames[0] == b"":
+        return tuple(frames[1:])
+    if len(frames) == 3:
+        return tuple(frames)  # [b"", seq, payload] reads as an empty topic: the same bytes
+    if len(frames) == 2:
+        return (b"", *frames)
+    return None
 
 
 def _connect(sock: zmq.Socket, endpoint: str) -> zmq.Socket:
     sock.setsockopt(zmq.RECONNECT_IVL, RECONNECT_FIRST_MS)
     sock.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_MAX_MS)
     sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
     sock.connect(endpoint)
     return sock
 
@@ -132,12 +181,7 @@ def _seq_of(frames: list[bytes]) -> int | None:
     if len(frames) != 3:
         return None
     try:
-        return decode_seq(frames[1])
+        return batch_seq(frames[1])
     except Malformed:
         return None
 
-
-def _is_end(frames) -> bool:
-    """The end marker of 0.33.0 (`["", END, ""]`) or of 0.11.0 (`[END, ""]`)."""
-    end = END_SEQ.to_bytes(8, "big", signed=True)
-    return (len(frames) == 3 and frames[1] == end) or (len(frames) == 2 and frames[0] == end)

@@ -6,7 +6,8 @@ uses it or not, and nothing when a request lets go of it), there are no running 
 requests in the map (the engines table shows the counts the engine's `/metrics` gives), and the
 map is as wide as the engine's GPU block count when its metrics say it, else as the most blocks
 it was ever seen holding.
-Only the GPU tier is drawn; blocks on CPU or STORAGE are counted in the engines table.
+Only the GPU tier is drawn; blocks on any other medium (vLLM's CPU and STORAGE, SGLang's
+CPU_PINNED, DISK and EXTERNAL) are counted in the engines table.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from kvtui.live.metrics import EngineFigures
 from kvtui.live.state import LiveState
+from kvtui.live.wire import MEDIUMS
 from kvtui.views import CACHED, ClusterView, NodeView, TierView
 
 
@@ -57,11 +59,14 @@ class EngineRow:
     malformed: int
     orphans: int
     figures: EngineFigures | None  # its last scrape of /metrics (None: no `metrics` URL, or not yet)
+    epochs: int = 1
+    fresh_at: float | None = None  # when its /metrics last read well
 
 
 def engine_rows(state: LiveState) -> list[EngineRow]:
-    return [EngineRow(name, state.held(name), state.held(name, "CPU") + state.held(name, "STORAGE"),
-                      c.stored, c.removed, c.batches, c.gaps, c.replayed, c.malformed, c.orphans, state.figures.get(name))
+    return [EngineRow(name, state.held(name), sum(state.held(name, m) for m in MEDIUMS if m != "GPU"),
+                      c.stored, c.removed, c.batches, c.gaps, c.replayed, c.malformed, c.orphans, state.figures.get(name),
+                      c.epochs, state.fresh_at.get(name))
             for name, c in state.counts.items()]
 
 

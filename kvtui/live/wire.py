@@ -17,23 +17,40 @@ The events come in three forms, and all three are decoded here:
 A stored event's `lora_name` (0.33.0; a positional event's eighth value where a publisher
 sends it) names the adapter its blocks were computed under (kvtui/live/lora.py).
 
+SGLang 0.5.x publishes the same tagged events (python/sglang/srt/mem_cache/events.py
+`KVCacheEventRecorder`, sgl-project/sglang@06f643f: `BlockStored` with `medium`, `cache_salt`,
+`session_id` and `lora_name` besides vLLM's fields) in an `EventBatch` whose third element is
+its `attn_dp_rank` (python/sglang/srt/disaggregation/kv_events.py, @612d579), with the media
+`GPU`, `CPU_PINNED`, `DISK` and `EXTERNAL`; its extra fields are read past, and every medium
+but the GPU is counted as offloaded.
+
 A block hash is an int (vLLM's default, `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1`) or bytes (the
-raw digest); either is kept as is. Anything else is `Malformed`: the subscriber counts it and
-goes on.
+raw digest); either is kept as is. Every value is checked here, at the edge, against what the
+rest of kvtui can take (a token id is a 64-bit signed integer, as the keys are hashed over
+int64; a block size is an integer from 1 to MAX_BLOCK_SIZE, never a boolean): anything else is
+`Malformed`, with a `kind` the counts are kept by, and the subscriber counts it and goes on.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import msgpack
 
-MEDIUMS = ("GPU", "CPU", "STORAGE")
+MEDIUMS = ("GPU", "CPU", "STORAGE", "CPU_PINNED", "DISK", "EXTERNAL")  # vLLM's three, SGLang's four
 END_SEQ = -1  # the replay socket's end marker (`ZmqEventPublisher.END_SEQ`, signed)
+MAX_BLOCK_SIZE = 1 << 16  # vLLM's and SGLang's are 1..256; more is not a block size
+TOKEN_RANGE = (0, 1 << 63)  # a token id is a vocabulary index, and the keys hash it as int64
 
 
 class Malformed(ValueError):
-    """A message that is not a KV-event batch of any known form."""
+    """A message that is not a KV-event batch of any known form; `kind` says which part is
+    wrong (the counts are kept by kind)."""
+
+    def __init__(self, message: str, kind: str = "shape"):
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -74,31 +91,48 @@ class Batch:
 def decode_seq(raw: bytes) -> int:
     """The 8-byte big-endian sequence frame (signed, so the end marker reads as -1)."""
     if len(raw) != 8:
-        raise Malformed(f"sequence frame of {len(raw)} bytes, expected 8")
+        raise Malformed(f"sequence frame of {len(raw)} bytes, expected 8", "seq")
     return int.from_bytes(raw, "big", signed=True)
+
+
+def batch_seq(raw: bytes) -> int:
+    """A batch's sequence number: 0 .. 2**63 - 1 (the end marker -1 is no batch's)."""
+    seq = decode_seq(raw)
+    if seq < 0:
+        raise Malformed(f"negative sequence number {seq}", "seq")
+    return seq
 
 
 def decode_message(frames: list[bytes]) -> Batch:
     """A PUB message `[topic, seq, payload]` as a Batch; Malformed for anything else."""
     if len(frames) != 3:
-        raise Malformed(f"{len(frames)} frames, expected 3 (topic, seq, payload)")
-    return decode_payload(decode_seq(frames[1]), frames[2])
+        raise Malformed(f"{len(frames)} frames, expected 3 (topic, seq, payload)", "frames")
+    return decode_payload(batch_seq(frames[1]), frames[2])
 
 
 def decode_payload(seq: int, payload: bytes) -> Batch:
     try:
         batch = msgpack.unpackb(payload, raw=False, strict_map_key=False)
     except Exception as e:  # msgpack raises several unrelated types on bad input
-        raise Malformed(f"payload is not msgpack: {e}") from None
+        raise Malformed(f"payload is not msgpack: {e}", "msgpack") from None
     if not isinstance(batch, list) or len(batch) not in (2, 3):
-        raise Malformed("payload is not an EventBatch [ts, events, data_parallel_rank]")
+        raise Malformed("payload is not an EventBatch [ts, events, data_parallel_rank]", "batch")
     ts, events = batch[0], batch[1]
     rank = batch[2] if len(batch) == 3 else None
-    if not isinstance(ts, (int, float)) or not isinstance(events, list):
-        raise Malformed("EventBatch ts is not a number or events is not a list")
-    if rank is not None and not isinstance(rank, int):
-        raise Malformed("EventBatch data_parallel_rank is not an integer")
+    if not _number(ts) or not math.isfinite(ts) or not isinstance(events, list):
+        raise Malformed("EventBatch ts is not a finite number or events is not a list", "batch")
+    if rank is not None and not _integer(rank):
+        raise Malformed("EventBatch data_parallel_rank is not an integer", "batch")
     return Batch(seq, float(ts), tuple(decode_event(e) for e in events), rank)
+
+
+def _integer(x) -> bool:
+    """An int that is not a bool (msgpack's `true` decodes to True, an int to Python)."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def decode_event(raw) -> Event:
@@ -108,7 +142,7 @@ def decode_event(raw) -> Event:
             return _build(tag, fields)
         case [str(tag), *values]:
             return _build(tag, _positional(tag, values))
-    raise Malformed(f"event is neither a tagged map nor a tagged array: {type(raw).__name__}")
+    raise Malformed(f"event is neither a tagged map nor a tagged array: {type(raw).__name__}", "event")
 
 
 _POSITIONS = {
@@ -124,7 +158,7 @@ def _positional(tag: str, values: list) -> dict:
     Values past the known ones (`extra_keys` and later additions) are ignored."""
     names = _POSITIONS.get(tag)
     if names is None:
-        raise Malformed(f"unknown event type {tag!r}")
+        raise Malformed(f"unknown event type {tag[:40]!r}", "event")
     return dict(zip(names, values))
 
 
@@ -136,35 +170,39 @@ def _build(tag: str, f: dict) -> Event:
             return BlockRemoved(_hashes(f.get("block_hashes")), _medium(f.get("medium")))
         case "AllBlocksCleared":
             return AllBlocksCleared()
-    raise Malformed(f"unknown event type {tag!r}")
+    raise Malformed(f"unknown event type {tag[:40]!r}", "event")
 
 
 def _stored(f: dict) -> BlockStored:
     hashes, tokens, size = _hashes(f.get("block_hashes")), f.get("token_ids"), f.get("block_size")
-    if not isinstance(size, int) or size <= 0:
-        raise Malformed(f"BlockStored block_size {size!r} is not a positive integer")
-    if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
-        raise Malformed("BlockStored token_ids is not a list of integers")
+    if not _integer(size) or not 0 < size <= MAX_BLOCK_SIZE:
+        raise Malformed(f"BlockStored block_size {str(size)[:40]} is not an integer from 1 to {MAX_BLOCK_SIZE}",
+                        "block size")
+    if not isinstance(tokens, list):
+        raise Malformed("BlockStored token_ids is not a list", "token id")
+    low, high = TOKEN_RANGE
+    if not all(_integer(t) and low <= t < high for t in tokens):
+        raise Malformed(f"BlockStored token_ids holds a value that is not a token id ({low} to 2**63 - 1)", "token id")
     parent, lora = f.get("parent_block_hash"), f.get("lora_id")
     if parent is not None:
         parent = _hash(parent)
-    if lora is not None and not isinstance(lora, int):
-        raise Malformed("BlockStored lora_id is not an integer")
+    if lora is not None and not _integer(lora):
+        raise Malformed("BlockStored lora_id is not an integer", "lora")
     name = f.get("lora_name")
     if name is not None and not isinstance(name, str):
-        raise Malformed("BlockStored lora_name is not a string")
+        raise Malformed("BlockStored lora_name is not a string", "lora")
     return BlockStored(hashes, parent, tuple(tokens), size, lora, _medium(f.get("medium")), name)
 
 
 def _hashes(raw) -> tuple:
     if not isinstance(raw, list):
-        raise Malformed("block_hashes is not a list")
+        raise Malformed("block_hashes is not a list", "hash")
     return tuple(_hash(h) for h in raw)
 
 
 def _hash(h):
     if isinstance(h, bool) or not isinstance(h, (int, bytes)):
-        raise Malformed(f"block hash {h!r} is neither an integer nor bytes")
+        raise Malformed(f"block hash {str(h)[:40]} is neither an integer nor bytes", "hash")
     return h
 
 
@@ -172,6 +210,6 @@ def _medium(raw) -> str:
     """None (Dynamo's mocker, or a publisher that leaves it unset) means the GPU."""
     if raw is None:
         return "GPU"
-    if raw not in MEDIUMS:
-        raise Malformed(f"medium {raw!r} is not one of {', '.join(MEDIUMS)}")
+    if not isinstance(raw, str) or raw not in MEDIUMS:
+        raise Malformed(f"medium {str(raw)[:40]!r} is not one of {', '.join(MEDIUMS)}", "medium")
     return raw

@@ -169,8 +169,11 @@ def find_valid_after(buf, pos: int, near_seq: int) -> int | None:
     Any frame there carries a seq near `near_seq`, so its five high seq bytes equal those of
     `near_seq` or of a neighbouring 2**24 window; together with the type byte that is a pattern
     `bytes.find` locates at C speed, and only those candidates are checksummed.
+    A tail of zeros (space the file system gave and nothing wrote) holds no frame, and the
+    search stops where it begins: a pattern of mostly zero bytes is slow to look for in zeros.
     """
-    data = bytes(buf)
+    data = buf if hasattr(buf, "find") else bytes(buf)  # a mapped file is searched in place
+    stop = run_back(data, b"\0", pos) + 11 + 6
     cands: set[int] = set()
     for window in (near_seq - (1 << 24), near_seq, near_seq + (1 << 24)):
         if window < 0:
@@ -178,11 +181,39 @@ def find_valid_after(buf, pos: int, near_seq: int) -> int | None:
         hi = struct.pack("<Q", window)[3:]
         for t in range(1, MAX_TYPE + 1):
             pat = hi + bytes((t,))
-            i = data.find(pat, pos + 11)
+            i = data.find(pat, pos + 11, stop)
             while i != -1:
                 cands.add(i - 11)
-                i = data.find(pat, i + 1)
+                i = data.find(pat, i + 1, stop)
     for off in sorted(cands):
         if off >= pos and valid_at(data, off) is not None:
             return off
     return None
+
+
+CHUNK = 1 << 20
+
+
+def run_back(data, byte: bytes, floor: int) -> int:
+    """Where the run of `byte` that ends `data` begins (not below `floor`), a chunk at a time:
+    no copy of the whole of a large (mapped) file."""
+    end = len(data)
+    while end > floor:
+        lo = max(floor, end - CHUNK)
+        kept = len(bytes(data[lo:end]).rstrip(byte))
+        if kept:
+            return lo + kept
+        end = lo
+    return floor
+
+
+def run_forward(data, byte: bytes, start: int, stop: int) -> int:
+    """How many bytes of `byte` begin `data[start:stop]`, a chunk at a time."""
+    at = start
+    while at < stop:
+        chunk = bytes(data[at:min(stop, at + CHUNK)])
+        rest = len(chunk.lstrip(byte))
+        if rest:
+            return at + len(chunk) - rest - start
+        at += len(chunk)
+    return stop - start

@@ -96,6 +96,7 @@ class Scan:
     drop_covered: list[str] = field(default_factory=list)  # damaged, before the base
     bad_snapshots: list[str] = field(default_factory=list)
     rewrite_current: bool = False
+    mapped: bool = False  # read segments mapped, not into memory (a read-only walk: kvtui replay)
 
     def needs_repair(self) -> bool:
         return bool(self.cut or self.drop_segments or self.drop_covered or self.bad_snapshots
@@ -108,18 +109,20 @@ class Scan:
 
 def scan(fs: RealFS, directory: str, *, mode: str = "point_in_time",
          load_snapshot: Loader | None = None, apply: Apply | None = None,
-         visit_all: VisitAll | None = None, fsync: str | None = None) -> Scan:
+         visit_all: VisitAll | None = None, fsync: str | None = None, mapped: bool = False) -> Scan:
     """Walk `directory` read-only; hand frames after the base to `apply`; plan the repairs.
 
     `visit_all(segment, offset, seq, type, payload)`, if given, sees every valid frame in
     every verified segment, covered or not (the slow path of `kvtui wal dump`). `fsync` is
     the policy the log is written under, when known (the writer opening it knows): under
     `always` a whole last frame that fails its checksum is corruption (see `_classify_tail`).
+    `mapped` maps the segments instead of reading them (only for a walk that repairs nothing:
+    a recovery truncates what it scanned).
     """
     if mode not in MODES:
         raise ValueError(f"unknown recovery mode {mode!r} (expected one of {MODES})")
     t0 = time.perf_counter()
-    sc = Scan(directory, RecoveryReport(directory=directory, mode=mode))
+    sc = Scan(directory, RecoveryReport(directory=directory, mode=mode), mapped=mapped)
     _list(fs, sc)
     _read_current(fs, sc)
     _read_headers(fs, sc)
@@ -140,6 +143,11 @@ def scan(fs: RealFS, directory: str, *, mode: str = "point_in_time",
 
 def _nothing(seq, ftype, payload) -> None:
     pass
+
+
+def _segment_bytes(fs: RealFS, sc: Scan, name: str):
+    path = os.path.join(sc.directory, name)
+    return fs.read_mapped(path) if sc.mapped else fs.read(path)
 
 
 def _list(fs: RealFS, sc: Scan) -> None:
@@ -247,7 +255,7 @@ def _chain_problem(prev: SegmentInfo, s: SegmentInfo) -> tuple[str, str] | None:
 def _frames(fs: RealFS, sc: Scan, s: SegmentInfo, apply: Apply | None, base: int,
             visit_all: VisitAll | None, covered: bool, report: bool = True) -> fr.Stop:
     """Frame-walk one segment; on damage, add a Damage (if `report`)."""
-    data = fs.read(os.path.join(sc.directory, s.name))
+    data = _segment_bytes(fs, sc, s.name)
     s.size = len(data)
     first = s.header.first_seq
     stop = fr.scan(data, sg.HEADER_SIZE, first, apply, base)
@@ -264,8 +272,7 @@ def _frames(fs: RealFS, sc: Scan, s: SegmentInfo, apply: Apply | None, base: int
         end = sg.content_end(data, stop.offset)
         if end == stop.offset:  # only preallocation fill after the last frame: a clean end
             return stop._replace(reason=None, detail="")
-        rest = bytes(data[stop.offset:end])
-        fill = len(rest) - len(rest.lstrip(sg.FILL))
+        fill = fr.run_forward(data, sg.FILL, stop.offset, end)
         detail = stop.detail if fill < fr.HEADER_SIZE else (
             f"stray bytes at offset {stop.offset + fill}, in the preallocated space after the "
             "last frame")
@@ -374,7 +381,7 @@ def _classify_tail(fs: RealFS, sc: Scan, fsync: str | None = None) -> None:
     segs = sc.segments
     is_last = segs[-1].name == name
     current_names_later = sc.current is not None and sc.current[1] > segs[-1].index
-    data = fs.read(os.path.join(sc.directory, name))
+    data = _segment_bytes(fs, sc, name)
     nxt = fr.find_valid_after(data, off + 1, sc.cut_seq)
     if nxt is None and is_last and not current_names_later:
         if fsync == "always" and d.kind == "checksum" and _whole_frame(data, off):

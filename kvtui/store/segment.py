@@ -29,6 +29,7 @@ import zlib
 from dataclasses import dataclass
 
 from kvtui.store import header
+from kvtui.store.frame import run_back
 
 MAGIC = b"KVTWALS1"
 HEADER_SIZE = header.SIZE  # 44: index, first seq, previous header's crc, own crc
@@ -46,7 +47,8 @@ def content_end(data, start: int) -> int:
 
     Damaged content that happens to end in fill bytes is indistinguishable from fill there,
     so those last bytes count as free space (the truncation removes them all the same)."""
-    return max(start, len(bytes(data).rstrip(FILL)))
+    return max(start, run_back(data, FILL, start))
+
 
 
 CURRENT = "CURRENT"

@@ -28,14 +28,25 @@ LOG_LINES = 200  # the most recent batches the log keeps on screen
 WIDE = 120
 
 
-def metrics_line(name: str, f) -> str:
-    """What an engine's last /metrics scrape said (vLLM's names: kvtui/live/metrics.py)."""
+def metrics_line(name: str, f, fresh_at: float | None = None) -> str:
+    """What an engine's last /metrics scrape said (vLLM's names: kvtui/live/metrics.py); when
+    it failed, since when the figures are stale (the last scrape that read well)."""
     if f.error:
-        return f"{fit_name(name, 12)}: metrics unreachable ({f.error})"
+        since = "never read" if fresh_at is None else f"stale since {time.strftime('%H:%M:%S', time.localtime(fresh_at))}"
+        return f"{fit_name(name, 12)}: metrics {since} ({f.error})"
     usage = "-" if f.kv_usage is None else f"{100 * f.kv_usage:.0f}%"
     hits = "-" if f.hit_rate is None else f"{100 * f.hit_rate:.0f}%"
     return (f"{fit_name(name, 12)}: kv {usage} of {f.num_gpu_blocks or '?'} blocks, running {f.running}, "
-            f"waiting {f.waiting}, prefix hits {hits} of tokens")
+            f"waiting {f.waiting}, prefix hits {hits} of tokens" + (f", {f.skipped} bad samples skipped" if f.skipped else ""))
+
+
+HELP = """kvtui live: real engines' KV events, as they arrive (or a recording of them)
+space play/pause (live: follow or hold the picture; ingest goes on)   s step   b back
+e next eviction   m next lost gap   home start   end newest   +/- speed   t theme   q quit
+engines table: gpu / cpu+ blocks held now; stored, removed, batches received; gaps: batches
+replay could not return; bad: messages that did not decode (by kind in `kvtui live --no-ui`);
+epoch N: a restart or an AllBlocksCleared began the Nth. Memory is capped: the oldest
+history is dropped past {kept:,} deliveries or {mb} MB (the status line says so)."""
 
 
 class LiveBlockMap(BlockMap):
@@ -96,6 +107,7 @@ class LiveApp(GivesWay, App[None]):
         Binding("plus,equals_sign", "speed(1)", "Faster", show=False),
         Binding("minus", "speed(-1)", "Slower", show=False),
         Binding("t", "next_theme", "Theme", show=False),
+        Binding("question_mark", "help", "Help", show=False),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -158,13 +170,13 @@ class LiveApp(GivesWay, App[None]):
     def _play(self) -> None:
         wall0, t0 = self._play_from
         target = t0 + (time.monotonic() - wall0) * self.speed
-        while self.runner.position < len(self.runner.deliveries) and self._next_time() <= target:
+        while self.runner.position < self.runner.end and self._next_time() <= target:
             self.runner.step()
         if self.runner.ended:
             self.playing = False
 
     def _next_time(self) -> float:
-        return self.runner.deliveries[self.runner.position].at - self.runner.start
+        return self.runner.delivery(self.runner.position).at - self.runner.start
 
     def refresh_panels(self) -> None:
         """Redraw what changed: the table and the log only when the position or what was
@@ -183,9 +195,14 @@ class LiveApp(GivesWay, App[None]):
         r = self.runner
         state = ("▶ following" if r.following else "‖ paused") if r.live else \
             ("■ ended" if r.ended else "▶ playing" if self.playing else "‖ paused")
-        behind = len(r.deliveries) - r.position
-        parts = [f" {self.label}", f"t {r.now:,.3f} s of {r.span:,.3f}", f"batch {r.position:,}/{len(r.deliveries):,}",
+        behind = r.end - r.position
+        parts = [f" {self.label}", f"t {r.now:,.3f} s of {r.span:,.3f}", f"batch {r.position:,}/{r.end:,}",
                  f"{state} ×{self.speed:g}" + (f" ({behind:,} newer)" if r.live and behind else "")]
+        bad = sum(e.malformed for e in r.engines())
+        if bad:
+            parts.append(f"{bad:,} bad")
+        if r.dropped:
+            parts.append(f"history from batch {r.first:,} (older dropped: memory cap)")
         text = " │ ".join(parts)
         return text if len(text) <= self.size.width else " ".join(parts[1:])
 
@@ -194,11 +211,13 @@ class LiveApp(GivesWay, App[None]):
         lines = [f"{'engine':<12} {'gpu':>5} {'cpu+':>4} {'stored':>7} {'removed':>7} {'batches':>7} gaps bad"]
         for e in self.runner.engines():
             lines.append(f"{fit_name(e.name, 12):<12} {e.gpu:>5} {e.offloaded:>4} {e.stored:>7} {e.removed:>7} "
-                         f"{e.batches:>7} {e.gaps:>4} {e.malformed:>3}" + (f" orphans {e.orphans}" if e.orphans else "")
+                         f"{e.batches:>7} {e.gaps:>4} {e.malformed:>3}" + (f" epoch {e.epochs}" if e.epochs > 1 else "")
+                         + (f" orphans {e.orphans}" if e.orphans else "")
                          + (f" filled {e.replayed}" if e.replayed else ""))
         lines.append(f"index: {keys:,} keys, {shared:,} on more than one engine")
-        metrics = [metrics_line(e.name, e.figures) for e in self.runner.engines() if e.figures is not None]
-        return "\n".join(lines + metrics)
+        metrics = [metrics_line(e.name, e.figures, e.fresh_at) for e in self.runner.engines() if e.figures is not None]
+        silent = self.session.state.silent(time.time()) if self.session is not None else []
+        return "\n".join(lines + metrics + silent)
 
     def log_text(self) -> str:
         rows = self.runner.recent(LOG_LINES)
@@ -236,7 +255,7 @@ class LiveApp(GivesWay, App[None]):
         self._moved()
 
     def action_start(self) -> None:
-        self.runner.goto(0)
+        self.runner.goto(self.runner.first)
         self._moved()
 
     def action_follow(self) -> None:
@@ -249,6 +268,11 @@ class LiveApp(GivesWay, App[None]):
         self.speed = SPEEDS[max(0, min(len(SPEEDS) - 1, i + direction))]
         self._play_from = (time.monotonic(), self.runner.now)
         self.refresh_panels()
+
+    def action_help(self) -> None:
+        from kvtui.run.live import HISTORY_BYTES, HISTORY_KEPT
+
+        self.notify(HELP.format(kept=HISTORY_KEPT, mb=HISTORY_BYTES >> 20), title="help", timeout=15)
 
     def action_next_theme(self) -> None:
         names = sorted(self.available_themes)

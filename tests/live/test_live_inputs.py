@@ -30,7 +30,7 @@ MALFORMED = {
     "not a batch": _msg(None, batch={"ts": 1}),
     "ts not a number": _msg(None, batch=["x", []]),
     "an unknown event": _msg([["BlockMoved", [1]]]),
-    "a bad medium": _msg([["BlockRemoved", [1], "DISK"]]),
+    "a bad medium": _msg([["BlockRemoved", [1], "TAPE"]]),  # DISK is SGLang's
     "a float hash": _msg([["BlockRemoved", [1.5], "GPU"]]),
     "a zero block size": _msg([STORED[:4] + [0, None]]),
     "tokens not ints": _msg([{"type": "BlockStored", "block_hashes": [1], "parent_block_hash": None,
