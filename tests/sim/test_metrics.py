@@ -181,3 +181,13 @@ def test_stats_line_leads_with_the_token_hit_rate(tmp_path, monkeypatch):
     submit = Simulation.submit
     monkeypatch.setattr(Simulation, "submit", lambda self, req: (setattr(req, "slo_ttft_s", 1.0), submit(self, req))[1])
     assert "SLO met 100% (20/20) goodput" in stats_text(to_end(path))
+
+
+def test_ntpot_is_e2e_over_output_tokens_per_request():
+    """The blog's NTPOT: E2E / output length, so a 1-token request counts its whole E2E."""
+    m = Metrics()
+    m.on_event(_completed(1, ttft=0.5, tpot=0.01, out=101))  # e2e 1.5 s over 101 tokens
+    m.on_event(_completed(2, ttft=0.2, tpot=0.0, out=1))  # e2e 0.2 s over 1 token
+    ntpot = m.latency_ms()["ntpot"]
+    assert ntpot["max"] == pytest.approx(200.0)
+    assert ntpot["mean"] == pytest.approx((1500.0 / 101 + 200.0) / 2)
