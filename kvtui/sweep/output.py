@@ -121,11 +121,12 @@ class Journal:
 
 
 class OrderedWriter:
-    """Writes lines to `OUT` strictly in grid order, holding early arrivals until their turn."""
+    """Writes lines to `OUT` strictly in grid order, holding early arrivals until their turn;
+    a run skipped (past its ladder's saturation) has no line and is passed over."""
 
     def __init__(self, path: Path, specs: list[RunSpec], known: dict[str, str]):
         self.path = path
-        self.waiting: dict[int, str] = {}
+        self.waiting: dict[int, str | None] = {}
         for spec in specs:
             line = known.get(key_text(spec.key()))
             if line is not None:
@@ -141,9 +142,19 @@ class OrderedWriter:
         self._drain()
         self.file.flush()
 
+    def skip(self, indices: list[int]) -> int:
+        """Pass over these runs (none has a line yet); how many were new."""
+        fresh = [i for i in indices if i >= self.next and i not in self.waiting]
+        self.waiting.update(dict.fromkeys(fresh))
+        self._drain()
+        self.file.flush()
+        return len(fresh)
+
     def _drain(self) -> None:
         while self.next in self.waiting:
-            self.file.write(self.waiting.pop(self.next) + "\n")
+            line = self.waiting.pop(self.next)
+            if line is not None:
+                self.file.write(line + "\n")
             self.next += 1
 
     def close(self) -> None:
