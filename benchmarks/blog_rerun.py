@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         out_dir = (args.out or Path(tmp)).resolve()
         matrix = out_dir / f"matrix-{args.scale}.jsonl"
         names = list(WORKLOADS)
-        run_matrix(names, args.scale, args.seeds, args.workers, matrix, fresh=False)
+        run_matrix(names, args.scale, args.seeds, args.workers, matrix, fresh=False)  # resumed if there
         lines = [json.loads(x) for x in matrix.read_text().splitlines() if x.strip()]
         from kvtui.scenario import load_scenario
 

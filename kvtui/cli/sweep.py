@@ -21,8 +21,8 @@ command resumes: finished runs (from OUT and its journal) are kept, failed runs 
 --retry-failed. The summary shows each cell's mean and 95 % Student-t interval over its seeds.
 --ladder runs each scenario's own workload.arrival.ladder (a flat rate per step);
 --until-saturated stops each ladder (scenario, policy) after its first saturated step: output
-tokens/s rose by less than half the rate's rise, or the drain after the send window took more
-than half the window (docs/sweeps.md)."""
+tokens/s rose by less than half the rate's rise, NTPOT p50 more than doubled, or the drain
+after the send window took more than half the window (docs/sweeps.md)."""
 
 
 def _parser() -> Parser:
@@ -262,7 +262,7 @@ class _Bar:
         if self.task is None:
             # starting at the runs finished earlier records no speed sample: ETA is this pace
             self.task = self.progress.add_task("sweep", total=pr.total, completed=pr.skipped, failed=0)
-        self.progress.update(self.task, completed=pr.skipped + pr.done + len(pr.lost), failed=pr.failed)
+        self.progress.update(self.task, completed=pr.total - pr.remaining, failed=pr.failed)  # steps past saturation count as done
 
 
 def _progress_bar():

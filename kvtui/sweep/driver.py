@@ -95,7 +95,7 @@ def run_sweep(
             if isinstance(outcome, Lost):
                 progress.lost.append(outcome)
             else:
-                journal.record(outcome.line, outcome.wall_time_s, outcome.worker)
+                journal.record(outcome.line, outcome.wall_time_s, outcome.worker, outcome.cpu_s)
                 writer.add(outcome.index, outcome.line)
                 progress.done += 1
                 progress.failed += 0 if outcome.ok else 1

@@ -16,6 +16,10 @@ saturated when either holds:
   included) rose by less than `gain` (default 0.5) times the rate's relative rise over step
   k - 1. Below saturation output tokens/s rises in proportion to the rate (ratio ~1); a
   saturated cluster cannot produce more however many requests arrive (ratio ~0);
+- *queues began to form*: NTPOT p50 (E2E / output tokens, the blog's metric) more than
+  `latency` (default 2) times the step before's. Below saturation NTPOT is the decode step plus
+  a prefill share and rises slowly with the batch (A-small: 5.3, 5.7, 6.6, 8.0, 10.3 ms from 2
+  to 20 req/s); once requests wait for a batch slot it jumps (27 ms at 25 req/s);
 - *queues grew*: the drain, from the end of the send window (`workload.duration_s`) to the
   end of the run, lasted more than `drain` (default 0.5) times the window. Below saturation
   the drain is about one request's E2E (A-small: ~10 s after a 100 s send); a queue that
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from kvtui.sweep.grid import RATE, RunSpec
 
 GAIN = 0.5
+LATENCY = 2.0
 DRAIN = 0.5
 
 
@@ -42,6 +47,7 @@ class Saturation:
     """The stop rule (see the module docstring)."""
 
     gain: float = GAIN
+    latency: float = LATENCY
     drain: float = DRAIN
 
     def why(self, step: "Step", before: "Step | None", window_s: float) -> str | None:
@@ -50,6 +56,8 @@ class Saturation:
             return f"queues grew: {step.drain_s:.0f} s to drain after a {window_s:g} s send"
         if before is None or before.tokens_per_s <= 0:
             return None
+        if before.ntpot_ms > 0 and step.ntpot_ms > self.latency * before.ntpot_ms:
+            return f"NTPOT p50 {step.ntpot_ms:.1f} ms, over {self.latency:g} x the {before.ntpot_ms:.1f} ms before"
         rate_rise = step.rate / before.rate - 1.0
         tps_rise = step.tokens_per_s / before.tokens_per_s - 1.0
         if rate_rise > 0 and tps_rise < self.gain * rate_rise:
@@ -65,13 +73,15 @@ class Step:
     rate: float
     tokens_per_s: float
     drain_s: float
+    ntpot_ms: float = 0.0  # NTPOT p50 (0: not in the results, a file from before NTPOT)
 
 
 def step_of(rate: float, results: list[dict], window_s: float) -> Step:
     n = len(results)
     tps = sum(float(r["throughput"]["output_tokens_per_s"]) for r in results) / n
     drain = sum(max(0.0, float(r["sim_time_s"]) - window_s) for r in results) / n
-    return Step(rate, tps, drain)
+    ntpot = sum(float(r.get("latency_ms", {}).get("ntpot", {}).get("p50", 0.0)) for r in results) / n
+    return Step(rate, tps, drain, ntpot)
 
 
 @dataclass

@@ -7,7 +7,7 @@ Two files, two jobs:
   the grid order and the same command gives the same bytes on any backend and worker count.
 - `OUT`'s journal (`results.jsonl` -> `results.journal.jsonl`) gets every completion the moment
   it arrives, in completion order, with the machine-dependent facts the canonical line leaves
-  out: wall time, worker (host:pid) and backend. Each record is flushed before the next run is
+  out: wall time, the worker's CPU time for the run, worker (host:pid) and backend. Each record is flushed before the next run is
   accepted, so a run that finished is never redone, even when an earlier one was still running
   when the sweep was killed.
 
@@ -111,8 +111,9 @@ class Journal:
         self.backend = backend
         self.file = open_append(str(path), "sweep journal")  # never through a symlink
 
-    def record(self, line: str, wall_time_s: float, worker: str) -> None:
-        rec = {"wall_time_s": round(wall_time_s, 6), "worker": worker, "backend": self.backend, "line": line}
+    def record(self, line: str, wall_time_s: float, worker: str, cpu_s: float = 0.0) -> None:
+        rec = {"wall_time_s": round(wall_time_s, 6), "cpu_s": round(cpu_s, 6), "worker": worker,
+               "backend": self.backend, "line": line}
         self.file.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=False) + "\n")
         self.file.flush()
 

@@ -39,8 +39,8 @@ def kvtui(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kvtui", *args], capture_output=True, text=True, cwd=cwd)
 
 
-def result(tps: float, sim_time: float) -> dict:
-    return {"throughput": {"output_tokens_per_s": tps}, "sim_time_s": sim_time}
+def result(tps: float, sim_time: float, ntpot: float = 6.0) -> dict:
+    return {"throughput": {"output_tokens_per_s": tps}, "sim_time_s": sim_time, "latency_ms": {"ntpot": {"p50": ntpot}}}
 
 
 # -------------------------------------------------------------------------- the rule
@@ -52,6 +52,12 @@ def test_a_step_whose_throughput_follows_the_rate_is_not_saturated():
 def test_throughput_rising_less_than_half_the_rate_is_saturation():
     why = Saturation().why(Step(2.0, 140.0, 5.0), Step(1.0, 100.0, 5.0), 100.0)  # +40 % for +100 %
     assert why is not None and "+40%" in why and "+100%" in why
+
+
+def test_ntpot_more_than_doubling_is_queues_forming():
+    why = Saturation().why(Step(2.0, 195.0, 5.0, 13.0), Step(1.0, 100.0, 5.0, 6.0), 100.0)
+    assert why is not None and why.startswith("NTPOT p50 13.0 ms")
+    assert Saturation().why(Step(2.0, 195.0, 5.0, 11.9), Step(1.0, 100.0, 5.0, 6.0), 100.0) is None
 
 
 def test_a_drain_longer_than_half_the_send_is_saturation_even_on_the_first_step():
