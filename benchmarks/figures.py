@@ -2,6 +2,9 @@
 
 Run:  python benchmarks/figures.py record before.json     (on the unchanged engine)
       python benchmarks/figures.py compare before.json    (after a change; exit 1 on a drift)
+      python benchmarks/figures.py record pl.json --policy predicted_latency --only small
+      (every scenario routed by one policy instead of its own: a change to a policy that no
+      shipped scenario names by default, e.g. predicted_latency's trainer, is checked this way)
 
 A speed change must not change what the simulation says. For each scenario in scenarios/*.yaml
 and scenarios/seed-table/*.yaml this records the figures a user reads (completed, rejected,
@@ -34,8 +37,8 @@ def scenario_paths() -> list[Path]:
     return sorted(s.glob("*.yaml")) + sorted((s / "seed-table").glob("*.yaml"))
 
 
-def figures(path: Path) -> dict:
-    """Run one scenario to its end; its key figures and event digest."""
+def figures(path: Path, policy: str | None = None) -> dict:
+    """Run one scenario to its end (routed by `policy`, or its own); its key figures and event digest."""
     h = hashlib.sha256()
     count = 0
 
@@ -45,7 +48,7 @@ def figures(path: Path) -> dict:
         h.update(repr(ev).encode())
 
     t0 = time.perf_counter()
-    sim = run_to_end(load_scenario(path), on_event=feed).simulation
+    sim = run_to_end(load_scenario(path), policy=policy, on_event=feed).simulation
     wall = time.perf_counter() - t0
     m = sim.metrics
     lat = m.latency_ms()
@@ -68,13 +71,13 @@ def figures(path: Path) -> dict:
     }
 
 
-def record(out: Path, only: list[str]) -> None:
-    data = {}
+def record(out: Path, only: list[str], policy: str | None = None) -> None:
+    data: dict = {"policy": policy} if policy else {}
     for p in scenario_paths():
         name = str(p.relative_to(ROOT / "scenarios"))
         if only and not any(o in name for o in only):
             continue
-        data[name] = figures(p)
+        data[name] = figures(p, policy)
         f = data[name]
         print(f"{name:34s} {f['completed']:6d} done  hit {f['token_hit_rate']:.4f}  "
               f"{f['events']:8d} events  {f['wall_s']:7.2f} s", flush=True)
@@ -89,11 +92,12 @@ def drift(a: float, b: float) -> float:
 
 def compare(before: Path, only: list[str]) -> int:
     old = json.loads(before.read_text())
+    policy = old.pop("policy", None)  # recorded with --policy: compared under the same policy
     bad = 0
     for name, f0 in old.items():
         if only and not any(o in name for o in only):
             continue
-        f1 = figures(ROOT / "scenarios" / name)
+        f1 = figures(ROOT / "scenarios" / name, policy)
         moved = [
             f"{k} {f0[k]} -> {f1[k]} ({drift(f0[k], f1[k]) * 100:+.2f} %)"
             for k in f0
@@ -116,9 +120,10 @@ def main() -> int:
     p.add_argument("action", choices=("record", "compare"))
     p.add_argument("file", type=Path)
     p.add_argument("--only", action="append", default=[], help="scenario names containing this (repeatable)")
+    p.add_argument("--policy", help="record: route every scenario by this policy (compare reads it from the file)")
     a = p.parse_args()
     if a.action == "record":
-        record(a.file, a.only)
+        record(a.file, a.only, a.policy)
         return 0
     return compare(a.file, a.only)
 

@@ -18,7 +18,11 @@ policy, seed), byte-identical whatever the backend and worker count; the result 
 wall_time_s moves to the journal beside it (OUT.journal.jsonl), with the worker that ran it.
 Seeds are S, S+1, ..., S+N-1 where S is the scenario's seed (or --seed). Rerunning the same
 command resumes: finished runs (from OUT and its journal) are kept, failed runs too unless
---retry-failed. The summary shows each cell's mean and 95 % Student-t interval over its seeds."""
+--retry-failed. The summary shows each cell's mean and 95 % Student-t interval over its seeds.
+--ladder runs each scenario's own workload.arrival.ladder (a flat rate per step);
+--until-saturated stops each ladder (scenario, policy) after its first saturated step: output
+tokens/s rose by less than half the rate's rise, NTPOT p50 more than doubled, or the drain
+after the send window took more than half the window (docs/sweeps.md)."""
 
 
 def _parser() -> Parser:
@@ -26,6 +30,8 @@ def _parser() -> Parser:
     add_run_options(p, policy=False, many=True)
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2", help="one grid axis (repeatable); e.g. workload.arrival.rate=1,2,4")
     p.add_argument("--policies", help="comma-separated routing policies, one run each (default: the scenario's)")
+    p.add_argument("--ladder", action="store_true", help="each scenario's own workload.arrival.ladder as a rate axis (flat rate per step)")
+    p.add_argument("--until-saturated", action="store_true", help="with --ladder: stop each ladder after its first saturated step")
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="N seeds per cell: S, S+1, ..., S+N-1 (default 1)")
     p.add_argument("--out", required=True, metavar="FILE", help="results: FILE.jsonl (JSON Lines), or FILE.csv (written from FILE.jsonl at the end)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="K", help="parallel runs (default: the CPU count)")
@@ -88,9 +94,12 @@ def main(argv: list[str]) -> int:
     jsonl, csv_out = _paths(args.out)
     _check_targets(jsonl, csv_out, args.scenarios)
     backend = _backend(args)
+    if args.until_saturated and not args.ladder:
+        raise UsageError("--until-saturated stops a --ladder; give --ladder too")
     try:
         axes = parse_axes(args.grid)
-        specs = expand(args.scenarios, axes, policies, args.seeds, args.overrides, args.seed, args.force)
+        specs = expand(args.scenarios, axes, policies, args.seeds, args.overrides, args.seed, args.force, args.ladder)
+        plan = _plan(args, specs)
     except GridError as e:
         raise UsageError(str(e)) from None
     for path in args.scenarios:
@@ -102,7 +111,10 @@ def main(argv: list[str]) -> int:
     cells = len(specs) // max(1, args.seeds)
     print(f"sweep: {len(specs)} runs ({cells} cells x {args.seeds} seeds) {backend.describe()} -> {jsonl}", file=sys.stderr)
     with _progress_bar() as bar:
-        result = run_sweep(specs, backend, jsonl, args.retry_failed, bar.update)
+        result = run_sweep(specs, backend, jsonl, args.retry_failed, bar.update, plan)
+    if plan is not None:
+        for spec, why in plan.reasons():
+            print(f"sweep: {spec.scenario} {spec.policy or ''} stopped, {why}".replace("  ", " "), file=sys.stderr)
     lines = load_lines(jsonl)
     if csv_out is not None:
         from kvtui.sweep.output import read_results, write_csv
@@ -112,11 +124,24 @@ def main(argv: list[str]) -> int:
     return _finish(result, jsonl, csv_out)
 
 
+def _plan(args, specs):
+    """The ladders' stop rule (`--until-saturated`), or None: every run of the grid runs."""
+    if not args.until_saturated:
+        return None
+    from kvtui.sweep.grid import ladder_rates
+    from kvtui.sweep.ladder import LadderPlan, Saturation
+
+    windows = {path: ladder_rates(path, args.overrides)[1] for path in dict.fromkeys(s.scenario for s in specs)}
+    return LadderPlan(specs, windows, Saturation())
+
+
 def _finish(result, jsonl: Path, csv_out: Path | None) -> int:
     pr = result.progress
     where = f"{jsonl}" + (f" and {csv_out}" if csv_out else "")
+    past = f", {pr.saturated} past saturation not run" if pr.saturated else ""
     print(
-        f"sweep: {pr.done} runs done now ({pr.failed} failed), {pr.skipped} done before; {result.written} of {pr.total} lines in {where}",
+        f"sweep: {pr.done} runs done now ({pr.failed} failed), {pr.skipped} done before{past}; "
+        f"{result.written - pr.saturated} of {pr.total - pr.saturated} lines in {where}",
         file=sys.stderr,
     )
     if result.interrupted:
@@ -237,7 +262,7 @@ class _Bar:
         if self.task is None:
             # starting at the runs finished earlier records no speed sample: ETA is this pace
             self.task = self.progress.add_task("sweep", total=pr.total, completed=pr.skipped, failed=0)
-        self.progress.update(self.task, completed=pr.skipped + pr.done + len(pr.lost), failed=pr.failed)
+        self.progress.update(self.task, completed=pr.total - pr.remaining, failed=pr.failed)  # steps past saturation count as done
 
 
 def _progress_bar():

@@ -3,7 +3,8 @@
 Schema version 4 (this file) added `disaggregation`: per-pool utilisation and work, the KV
 transfers (count, blocks, bytes, time on the wire, queueing, prefill-to-decode handoff) and
 how requests were split, for a run where a node has a prefill/decode role or the policy is a
-prefill/decode one; null otherwise (docs/results.md). Schema version 3 added `requests.turns_cut`: the turns of sessions (synthetic groups,
+prefill/decode one; null otherwise (docs/results.md); added within version 4, a key more that
+readers of version 4 can ignore: `latency_ms.ntpot` (E2E / output tokens, the blog's NTPOT). Schema version 3 added `requests.turns_cut`: the turns of sessions (synthetic groups,
 weka conversations) never sent because an earlier turn of theirs was rejected or failed, so a
 trace's requests are all accounted for (issue 25). Schema version 2 added, over version 1: `requests.shed`, `requests.success_rate`,
 `requests.rejected_reasons`, `latency_ms.itl`, the `slo` object, and `routing` (the router's own

@@ -20,6 +20,11 @@ How the serving figures are defined (each matches a named source):
   interference shows in the tail. Not counted: the gap a preempted request spends waiting and
   recomputing (its next token comes out of a prefill step), which a client would see as one
   long gap.
+- **NTPOT** (normalised time per output token) is E2E / output tokens, per completed request
+  with at least one output token: the predicted-latency blog's (seed 002) headline metric, "E2E
+  latency divided by output length to make it comparable across requests of different output
+  lengths"). Unlike TPOT it carries the queueing and the prefill, so it rises first when a
+  server saturates.
 - **Token hit rate** (the headline) is the share of prompt tokens served from the prefix cache;
   **request hit rate** counts a request with any cached block as a hit.
 - **SLO attainment** is the share of completed requests that carry an SLO and meet all of
@@ -174,6 +179,7 @@ class Metrics:
     ttft: list[float] = field(default_factory=list)
     tpot: list[float] = field(default_factory=list)  # requests with > 1 output token only
     e2e: list[float] = field(default_factory=list)
+    ntpot: list[float] = field(default_factory=list)  # E2E / output tokens, requests with >= 1
     itl: dict[float, int] = field(default_factory=dict)  # decode step seconds -> token count
     served: dict[str, int] = field(default_factory=dict)
     evicted_by_node: dict[str, int] = field(default_factory=dict)
@@ -194,6 +200,8 @@ class Metrics:
             if ev.output_tokens > 1:
                 self.tpot.append(ev.tpot)
             self.e2e.append(ev.e2e)
+            if ev.output_tokens > 0:
+                self.ntpot.append(ev.e2e / ev.output_tokens)
             self.prompt_tokens += ev.prompt_tokens
             self.cached_tokens += ev.cached_tokens
             self.loaded_tokens += ev.loaded_tokens
@@ -269,4 +277,5 @@ class Metrics:
             "tpot": summarize(self.tpot),
             "itl": summarize_weighted(self.itl),
             "e2e": summarize(self.e2e),
+            "ntpot": summarize(self.ntpot),
         }

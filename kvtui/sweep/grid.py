@@ -3,7 +3,9 @@
 The order is the file's order (seeds innermost, so a cell's seeds are adjacent) and it is fixed
 by the command line alone, never by which worker finishes first. Seeds are derived from the
 scenario's own seed S (after `--set`, or `--seed`): S, S+1, ..., S+N-1, so `--seeds 1` is
-exactly the run `kvtui run` makes.
+exactly the run `kvtui run` makes. With `--ladder` each scenario's own
+`workload.arrival.ladder` is its first grid axis (`workload.arrival.rate`, run at a flat rate),
+so scenarios of different capacities climb their own rates in one sweep (ladder.py stops them).
 """
 
 from __future__ import annotations
@@ -22,6 +24,30 @@ MAX_RUNS = 1_000_000  # a run key each in memory and a line each in OUT: beyond 
 
 class GridError(ValueError):
     """A `--grid` or `--seeds` argument that cannot be used; the CLI shows it as a usage error."""
+
+
+RATE = "workload.arrival.rate"
+FLAT = "workload.arrival.schedule=[]"  # a step's rate holds throughout (no rate schedule)
+
+
+def rate_text(rate: float) -> str:
+    """A rate as a grid value YAML reads back as a number: 0.5, 2, 12.5 (never 1e-05)."""
+    return f"{float(rate):.12f}".rstrip("0").rstrip(".")
+
+
+def ladder_rates(path: str, overrides: list[str]) -> tuple[tuple[str, ...], float]:
+    """(the scenario's ladder as grid values, its send window in s); a GridError without one."""
+    from kvtui.scenario import load_scenario
+
+    scenario = load_scenario(path, overrides)
+    arrival = scenario.workload.arrival
+    if arrival.process == "closed_loop":
+        raise GridError(f"--ladder: {path}: the ladder steps the open-loop arrival rate; this arrival process is closed_loop")
+    rates = [float(r) for r in getattr(arrival, "ladder", ()) or ()]
+    if not rates:
+        raise GridError(f"--ladder: {path} sets no workload.arrival.ladder; add one (e.g. ladder: [1, 2, 4, 8])")
+    values = tuple(dict.fromkeys(rate_text(r) for r in rates))
+    return values, float(scenario.workload.duration_s)
 
 
 @dataclass(frozen=True)
@@ -124,24 +150,36 @@ def expand(
     overrides: list[str] = (),
     seed: int | None = None,
     force: bool = False,
+    ladder: bool = False,
 ) -> list[RunSpec]:
+    """The runs in grid order. `ladder`: each scenario's own `workload.arrival.ladder` is the
+    first grid axis (`workload.arrival.rate`), run at a flat rate (`FLAT` joins its `--set`)."""
     if seeds < 1:
         raise GridError(f"--seeds must be at least 1; got {seeds}")
-    runs = len(scenarios) * len(policies) * seeds * math.prod(len(a.values) for a in axes)
+    if ladder and any(a.key in (RATE, "workload.arrival.schedule") for a in axes):
+        raise GridError(f"--ladder sets {RATE} per scenario; leave it (and the schedule) out of --grid")
+    plans = []
+    for path in scenarios:
+        if ladder:
+            rates, _ = ladder_rates(path, list(overrides))
+            plans.append((path, [Axis(RATE, rates), *axes], (*overrides, FLAT)))
+        else:
+            plans.append((path, axes, tuple(overrides)))
+    runs = len(policies) * seeds * sum(math.prod(len(a.values) for a in path_axes) for _, path_axes, _ in plans)
     if runs > MAX_RUNS:
         raise GridError(f"the sweep has {runs:,} runs, more than the {MAX_RUNS:,} one command takes; "
                         "split it (fewer --seeds or grid values)")
     specs: list[RunSpec] = []
-    for path in scenarios:
+    for path, path_axes, path_overrides in plans:
         start = base_seed(path, list(overrides), seed)
         if start + seeds - 1 > SEED_MAX:
             raise GridError(f"--seeds {seeds} from seed {start} passes the largest seed, {SEED_MAX}")
-        for values in itertools.product(*(a.values for a in axes)):
-            grid = tuple(zip((a.key for a in axes), values))
+        for values in itertools.product(*(a.values for a in path_axes)):
+            grid = tuple(zip((a.key for a in path_axes), values))
             for policy in policies:
                 for s in range(start, start + seeds):
-                    specs.append(RunSpec(len(specs), path, tuple(overrides), grid, policy, s, force))
+                    specs.append(RunSpec(len(specs), path, path_overrides, grid, policy, s, force))
     return specs
 
 
-__all__ = ["Axis", "GridError", "InputError", "RunSpec", "base_seed", "expand", "key_text", "parse_axes"]
+__all__ = ["FLAT", "RATE", "Axis", "GridError", "InputError", "RunSpec", "base_seed", "expand", "key_text", "ladder_rates", "parse_axes"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -56,14 +57,19 @@ class LocalBackend:
     def describe(self) -> str:
         return "in this process" if self.workers == 1 else f"on {self.workers} local worker processes"
 
-    def run(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
+    def run(self, specs: list[RunSpec], more: Callable[[Outcome], list[RunSpec]] = lambda o: []) -> Iterator[Outcome | Lost]:
+        """Every run's outcome as it finishes; after each, `more(outcome)` may add runs (a
+        ladder's next step), which start as soon as a worker is free."""
         if self.workers == 1:
-            for spec in specs:
-                yield execute(spec)
+            queue = deque(specs)
+            while queue:
+                outcome = execute(queue.popleft())
+                yield outcome
+                queue.extend(more(outcome))
             return
-        yield from self._pool(specs)
+        yield from self._pool(specs, more)
 
-    def _pool(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
+    def _pool(self, specs: list[RunSpec], more: Callable[[Outcome], list[RunSpec]]) -> Iterator[Outcome | Lost]:
         ctx = multiprocessing.get_context("forkserver")
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_start_worker,
                                    initargs=(driver_here(),))
@@ -75,9 +81,12 @@ class LocalBackend:
                 for fut in done:
                     spec = pending.pop(fut)
                     try:
-                        yield fut.result()
+                        outcome = fut.result()
                     except BrokenProcessPool as e:
                         yield Lost(spec.index, f"a worker process died: {e}")
+                        continue
+                    yield outcome
+                    pending.update({pool.submit(execute, s): s for s in more(outcome)})
             finished = True
         finally:
             if finished:

@@ -7,7 +7,7 @@ Two files, two jobs:
   the grid order and the same command gives the same bytes on any backend and worker count.
 - `OUT`'s journal (`results.jsonl` -> `results.journal.jsonl`) gets every completion the moment
   it arrives, in completion order, with the machine-dependent facts the canonical line leaves
-  out: wall time, worker (host:pid) and backend. Each record is flushed before the next run is
+  out: wall time, the worker's CPU time for the run, worker (host:pid) and backend. Each record is flushed before the next run is
   accepted, so a run that finished is never redone, even when an earlier one was still running
   when the sweep was killed.
 
@@ -111,8 +111,9 @@ class Journal:
         self.backend = backend
         self.file = open_append(str(path), "sweep journal")  # never through a symlink
 
-    def record(self, line: str, wall_time_s: float, worker: str) -> None:
-        rec = {"wall_time_s": round(wall_time_s, 6), "worker": worker, "backend": self.backend, "line": line}
+    def record(self, line: str, wall_time_s: float, worker: str, cpu_s: float = 0.0) -> None:
+        rec = {"wall_time_s": round(wall_time_s, 6), "cpu_s": round(cpu_s, 6), "worker": worker,
+               "backend": self.backend, "line": line}
         self.file.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=False) + "\n")
         self.file.flush()
 
@@ -121,11 +122,12 @@ class Journal:
 
 
 class OrderedWriter:
-    """Writes lines to `OUT` strictly in grid order, holding early arrivals until their turn."""
+    """Writes lines to `OUT` strictly in grid order, holding early arrivals until their turn;
+    a run skipped (past its ladder's saturation) has no line and is passed over."""
 
     def __init__(self, path: Path, specs: list[RunSpec], known: dict[str, str]):
         self.path = path
-        self.waiting: dict[int, str] = {}
+        self.waiting: dict[int, str | None] = {}
         for spec in specs:
             line = known.get(key_text(spec.key()))
             if line is not None:
@@ -141,9 +143,19 @@ class OrderedWriter:
         self._drain()
         self.file.flush()
 
+    def skip(self, indices: list[int]) -> int:
+        """Pass over these runs (none has a line yet); how many were new."""
+        fresh = [i for i in indices if i >= self.next and i not in self.waiting]
+        self.waiting.update(dict.fromkeys(fresh))
+        self._drain()
+        self.file.flush()
+        return len(fresh)
+
     def _drain(self) -> None:
         while self.next in self.waiting:
-            self.file.write(self.waiting.pop(self.next) + "\n")
+            line = self.waiting.pop(self.next)
+            if line is not None:
+                self.file.write(line + "\n")
             self.next += 1
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ scenario files at the same relative paths, which is what `ray job submit --worki
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kvtui.sweep.grid import RunSpec
 from kvtui.sweep.local import Lost
@@ -71,7 +71,8 @@ class RayBackend:
             ray.init(num_cpus=self.workers, **kwargs)  # shutdown stops this local instance
         self.owned = True
 
-    def run(self, specs: list[RunSpec]) -> Iterator[Outcome | Lost]:
+    def run(self, specs: list[RunSpec], more: Callable[[Outcome], list[RunSpec]] = lambda o: []) -> Iterator[Outcome | Lost]:
+        """Outcomes as tasks finish; `more(outcome)` may add tasks (see LocalBackend.run)."""
         ray = self.ray
         self._connect()
         task = ray.remote(num_cpus=1)(execute_watched)
@@ -89,6 +90,10 @@ class RayBackend:
                         yield Lost(refs[ref].index, f"Ray could not finish the task: {type(e).__name__}")
                         continue
                     yield outcome
+                    for spec in more(outcome):
+                        ref = task.remote(spec, driver)
+                        refs[ref] = spec
+                        waiting.append(ref)
             finished = True
         finally:
             if not finished:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass
 
 from kvtui.sweep.grid import RunSpec
@@ -32,6 +33,7 @@ class Outcome:
     ok: bool
     wall_time_s: float
     worker: str
+    cpu_s: float = 0.0  # the worker's CPU time (user + system) for this run: what a sweep costs
 
 
 def canonical_line(obj: dict) -> str:
@@ -56,6 +58,7 @@ def execute(spec: RunSpec) -> Outcome:
     from kvtui.scenario import load_scenario
 
     worker = f"{socket.gethostname()}:{os.getpid()}"
+    cpu0 = time.process_time()
     try:
         scenario = load_scenario(spec.scenario, spec.all_overrides(), limits=True)
         budget = enforce_budget(spec.scenario, scenario, spec.force)
@@ -64,4 +67,5 @@ def execute(spec: RunSpec) -> Outcome:
         return Outcome(spec.index, error_line(spec, e.render()), False, 0.0, worker)
     except Exception as e:  # a bug in one cell must not cost the other runs
         return Outcome(spec.index, error_line(spec, f"{type(e).__name__}: {e}"), False, 0.0, worker)
-    return Outcome(spec.index, ok_line(spec, doc), True, float(doc.get("wall_time_s", 0.0)), worker)
+    return Outcome(spec.index, ok_line(spec, doc), True, float(doc.get("wall_time_s", 0.0)), worker,
+                   time.process_time() - cpu0)

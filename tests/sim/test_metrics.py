@@ -200,3 +200,13 @@ def test_one_percentile_rule_in_the_split_screen_and_the_run():
     samples = [5.0, 1.0, 3.0, 2.0]
     assert percentile(samples, 50) == 2.5 and list(percentiles(samples, (0, 100))) == [1.0, 5.0]
     assert percentile([], 95) is None
+
+
+def test_ntpot_is_e2e_over_output_tokens_per_request():
+    """The blog's NTPOT: E2E / output length, so a 1-token request counts its whole E2E."""
+    m = Metrics()
+    m.on_event(_completed(1, ttft=0.5, tpot=0.01, out=101))  # e2e 1.5 s over 101 tokens
+    m.on_event(_completed(2, ttft=0.2, tpot=0.0, out=1))  # e2e 0.2 s over 1 token
+    ntpot = m.latency_ms()["ntpot"]
+    assert ntpot["max"] == pytest.approx(200.0)
+    assert ntpot["mean"] == pytest.approx((1500.0 / 101 + 200.0) / 2)

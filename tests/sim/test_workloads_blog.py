@@ -237,7 +237,7 @@ def test_trace_and_shared_prefix_together_is_an_error(tmp_path):
 
 # ------------------------------------------------------------------------------------- scenarios
 NEW = ["workload-a", "workload-b", "workload-c", "workload-d", "workload-a-small", "workload-b-small",
-       "workload-c-small", "workload-d-small", "sharegpt", "maas", "qps-ladder"]
+       "workload-c-small", "workload-d-small", "sharegpt", "sharegpt-small", "maas", "qps-ladder"]
 
 
 @pytest.mark.parametrize("name", NEW)
@@ -260,7 +260,15 @@ def test_blog_parameters(name):
     assert list(sc.workload.arrival.ladder) == sorted(sc.workload.arrival.ladder)
 
 
-@pytest.mark.parametrize("name", ["workload-a-small", "workload-b-small", "workload-c-small", "workload-d-small"])
+def test_sharegpt_small_is_sharegpt_on_a_quarter_of_the_nodes_at_a_quarter_of_the_rates():
+    full, small = (load_scenario(SCENARIOS / f"{n}.yaml") for n in ("sharegpt", "sharegpt-small"))
+    assert len(full.cluster.nodes) == 4 * len(small.cluster.nodes)
+    assert [r / 4 for r in full.workload.arrival.ladder] == list(small.workload.arrival.ladder)
+    assert full.workload.arrival.rate == 4 * small.workload.arrival.rate
+    assert full.workload.groups == small.workload.groups and full.cluster.tensor_parallel == small.cluster.tensor_parallel
+
+
+@pytest.mark.parametrize("name", ["workload-a-small", "workload-b-small", "workload-c-small", "workload-d-small", "sharegpt-small"])
 def test_small_variant_runs(name):
     sc = load_scenario(SCENARIOS / f"{name}.yaml", ["workload.requests=40"])
     sim = Simulation(sc)

@@ -17,6 +17,7 @@ from kvtui.sim.router.base import Context
 from kvtui.sim.router.predicted_latency import PredictedLatency, composite
 from kvtui.sim.router.predictor import (
     MISSING_XGBOOST,
+    Gated,
     LatencyPredictor,
     PredictorConfig,
     StratifiedWindow,
@@ -452,3 +453,35 @@ def test_epp_tokens_in_flight_count_prompts_until_completion():
     pol.on_event(done("x", "a"))
     assert pol.in_flight["a"] == 500
     assert PredictedLatency().features(req("z"), states[0])[4] == 7.0  # default: the node's own count
+
+
+def test_window_arrays_kept_per_bucket_equal_a_rebuild_from_the_samples():
+    """The per-bucket cache must give the very arrays a rebuild gives (the digests depend on it)."""
+    rng = np.random.default_rng(1)
+    cached, fresh_samples = StratifiedWindow(per_bucket=4), []
+    for i in range(60):
+        x = (float(rng.random()), 100.0 + i, float(rng.integers(0, 12)), 1.0, 0.0, float(rng.random()), 0.0)
+        cached.add(x, float(i + 1))
+        fresh_samples.append((x, float(i + 1)))
+        if i % 7 == 0:
+            cached.arrays()  # fill the cache between additions
+    fresh = StratifiedWindow(per_bucket=4)
+    for x, y in fresh_samples:
+        fresh.add(x, y)
+    (Xc, yc), (Xf, yf) = cached.arrays(), fresh.arrays()
+    assert Xc.tobytes() == Xf.tobytes() and yc.tobytes() == yf.tobytes()
+
+
+def test_a_window_without_new_samples_keeps_its_model(monkeypatch):
+    fits = []
+    real = Gated.fit
+    monkeypatch.setattr(Gated, "fit", lambda self, X, y: (fits.append(self.target), real(self, X, y)))
+    p = LatencyPredictor(PredictorConfig(min_samples=10, retrain_interval_s=1.0))
+    for i in range(12):
+        p.add_ttft((0.1, 100.0 + i, 0.0, 1.0, 0.0, 0.5, 0.0), 10.0 + i)
+        p.add_tpot((0.1, 100.0 + i, 0.0, 1.0, 0.0, 0.0, 0.0), 5.0 + i)
+    p.retrain(0.0)
+    model = p.ttft_model
+    p.add_tpot((0.2, 300.0, 0.0, 1.0, 0.0, 0.0, 0.0), 9.0)  # only the TPOT window moves
+    p.retrain(1.0)
+    assert fits == ["ttft", "tpot", "tpot"] and p.ttft_model is model and p.retrains == 2
