@@ -132,6 +132,11 @@ TP_CALIBRATION: dict[str, Any] = {
 }
 
 
+FSYNC_S = 100e-6
+"""One fdatasync when a profile gives none: the ~100 us kvtui/store/metadata.py's docstring reports
+for benchmarks/wal_bench.py on the machine it was written on (a datacenter NVMe is 20-100 us)."""
+
+
 @dataclass(frozen=True)
 class Hardware:
     """One GPU: memory, dense BF16 peak, memory bandwidth, and its link to its TP peers."""
@@ -147,6 +152,7 @@ class Hardware:
     rdma_latency_s: float = 0.0  # fixed cost of one such transfer
     allreduce_launch_s: float = 0.0  # fixed cost of one collective call, whatever its size
     eager_layer_floor_s: float = 0.0  # least time per layer of an eager TP>1 iteration
+    fsync_s: float = FSYNC_S  # one fdatasync of the host's disk (a replicated store's append)
     usable_memory_bytes: float = 0.0  # what the driver reports as total (0: memory_bytes)
     compute_efficiency: float = 0.36  # the H100 calibration (TTFT_CALIBRATION)
     memory_efficiency: float = 0.8
@@ -225,6 +231,7 @@ def hardware_from_figures(name: str, f: Mapping[str, Any]) -> Hardware:
         rdma_latency_s=float(f.get("rdma_latency_us") or 0.0) * 1e-6,
         allreduce_launch_s=float(f.get("allreduce_launch_us") or 0.0) * 1e-6,
         eager_layer_floor_s=float(f.get("eager_layer_floor_us") or 0.0) * 1e-6,
+        fsync_s=float(f["fsync_us"]) * 1e-6 if f.get("fsync_us") is not None else FSYNC_S,
         usable_memory_bytes=float(f.get("usable_memory_gib") or 0.0) * GiB,
         source=str(f.get("source") or ""),
     )

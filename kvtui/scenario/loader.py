@@ -27,6 +27,7 @@ from kvtui.scenario import safe_yaml
 from kvtui.scenario.cost import estimate
 from kvtui.scenario.model import Dist, Metadata, Scenario, ScriptedEvent, Trace
 from kvtui.scenario.hints import listing, suggestion
+from kvtui.scenario.replication import check_replication
 from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
 from kvtui.scenario.schema import (
     field_choices,
@@ -546,6 +547,8 @@ def _check_scenario(scenario: Scenario, b: _Builder) -> None:
     _check_router(scenario, b)
     if b.is_clean("cluster.nodes"):
         check_roles(scenario, b.report_at)
+    if b.is_clean("metadata") and b.is_clean("events"):
+        check_replication(scenario, b.report_at)
 
 
 MIN_EVICTION_INTERVAL_S = 1e-3

@@ -493,13 +493,22 @@ class ScriptedEvent:
     """Something that happens at a given sim time: a fault or a recovery."""
 
     at: float = field(default=0.0, metadata=doc("sim time in seconds", min=0, max=1e9))
-    action: Literal["node_down", "node_up", "control_plane_crash"] = field(
-        default="node_down", metadata=doc("what happens")
-    )
+    action: Literal[
+        "node_down", "node_up", "control_plane_crash",
+        "metadata_leader_down", "metadata_member_down", "metadata_member_up", "metadata_partition",
+    ] = field(default="node_down", metadata=doc(
+        "what happens; the metadata_* ones need metadata.replication.members > 1 (a Raft group)"))
     node: str | None = field(default=None, metadata=doc("the node, for node_down / node_up"))
     in_flight: Literal["reroute", "fail"] = field(
         default="reroute", metadata=doc("node_down: what happens to the node's requests")
     )
+    member: str | None = field(default=None, metadata=doc(
+        "metadata_member_down / metadata_member_up: the member (m1, m2, ... in order)"))
+    members: tuple[str, ...] = field(default=(), metadata=doc(
+        "metadata_partition: the members cut from the others (clients still reach every member)"))
+    duration_s: float | None = field(default=None, metadata=doc(
+        "metadata_partition: how long the cut lasts (required); metadata_leader_down / metadata_member_down: "
+        "back up after this long (absent: stays down until a metadata_member_up)", min=0.001, max=1e9))
 
 
 @dataclass(frozen=True)
@@ -510,6 +519,34 @@ class Chapter:
     at: float = field(metadata=doc("sim time in seconds the chapter starts", min=0, max=1e9))
     title: str = field(metadata=doc("a few words, shown in the header and on the timeline"))
     text: str = field(default="", metadata=doc("what to look at and why"))
+
+
+@dataclass(frozen=True)
+class Replication:
+    """metadata.replication: the store as a Raft group of `members`, each with its own WAL-backed
+    store (kvtui/sim/raft/; docs/control-plane.md). Defaults are etcd's (3.4: --heartbeat-interval
+    100, --election-timeout 1000, drawn in [1000, 2000) by etcd-io/raft raft.go's
+    resetRandomizedElectionTimeout; --pre-vote off)."""
+
+    members: int = field(default=1, metadata=doc(
+        "members of the group; 1 is one store that crashes and recovers (no Raft)", min=1, max=9))
+    heartbeat_ms: float = field(default=100.0, metadata=doc("the leader's heartbeat interval", min=0.1, max=1e6))
+    election_timeout_ms: tuple[float, ...] = field(default=(1000.0, 2000.0), metadata=doc(
+        "[lo, hi]: each election timeout is drawn uniformly from it, from the run's seed", min=0.1, max=1e7))
+    pre_vote: bool = field(default=False, metadata=doc(
+        "PreVote (Ongaro's thesis 9.6): a candidate first asks whether it could win, so a member cut off "
+        "and back does not raise its term and depose a working leader"))
+    router_reads: Literal["leader", "follower_serializable", "lease"] = field(default="leader", metadata=doc(
+        "leader: linearizable reads through the leader (none without a leader that reaches a majority); "
+        "follower_serializable: the router's own member, maybe stale, never refused while it is up; "
+        "lease: the leader answers alone while its lease (the election timeout's lo) holds"))
+    read_member: str | None = field(default=None, metadata=doc(
+        "follower_serializable: the member the router reads (default the last, m<members>)"))
+    link_latency_ms: float = field(default=0.5, metadata=doc(
+        "one-way latency between two members; a disk write costs the hardware profile's fsync_us", min=0, max=1e6))
+    stream: Literal["durable", "lossy"] = field(default="durable", metadata=doc(
+        "KV events published while no leader takes them: durable holds and re-sends them (JetStream, "
+        "patterns A and B); lossy drops them (a pub/sub socket, pattern C)"))
 
 
 @dataclass(frozen=True)
@@ -526,6 +563,8 @@ class Metadata:
     while_down: Literal["wait", "reject"] = field(
         default="wait", metadata=doc("what arriving requests do while the control plane recovers")
     )
+    replication: Replication | None = field(default=None, metadata=doc(
+        "the store replicated as a Raft group (absent: one store)"))
 
 
 @dataclass(frozen=True)
@@ -550,6 +589,8 @@ class HardwareProfile:
     )
     rdma_gb_s: float = field(default=0.0, metadata=doc("per-GPU network (RDMA) bandwidth per direction in GB/s, for KV moved between hosts", min=0, max=1e6))
     rdma_latency_us: float = field(default=0.0, metadata=doc("fixed cost of one KV transfer between hosts in microseconds", min=0, max=1e9))
+    fsync_us: float | None = field(default=None, metadata=doc(
+        "one fdatasync of the host's disk in microseconds (a replicated store's append); default 100", min=0, max=1e9))
     compute_efficiency: float | None = field(default=None, metadata=doc("default achieved share of peak FLOP/s", min=0.01, max=1))
     memory_efficiency: float | None = field(default=None, metadata=doc("default achieved share of memory bandwidth", min=0.01, max=1))
     source: str = field(default="", metadata=doc("where the figures come from"))
