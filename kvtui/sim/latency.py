@@ -125,7 +125,7 @@ class RooflineModel:
         self.bandwidth = hardware.hbm_bytes_per_s * me  # per GPU
         self.weight_bytes = model.weight_bytes / tp  # per GPU
         self.kv_bytes = model.kv_bytes_per_token_per_gpu(tp, kv_dtype)  # per GPU, per token
-        self.flops_per_token = 2.0 * model.params
+        self.flops_per_token = 2.0 * model.flops_params
         # QK^T and AV: 2 matmuls x 2 FLOPs x hidden per (query token, key token) per layer.
         self.attn_flops = 4.0 * model.layers * model.hidden
         self.overhead = overhead_s
