@@ -56,7 +56,8 @@ def fit(residuals: Callable[[dict[str, float]], np.ndarray], knobs: tuple[Knob, 
     x, r = x0, res(x0)
     start_cost = cost = float(r @ r)
     lam, done = 1e-2, 0
-    for done in range(1, iterations + 1):
+    while done < iterations:
+        done += 1
         J = np.empty((len(r), len(x)))
         for i in range(len(x)):
             h = STEP if x[i] + STEP <= hi[i] else -STEP

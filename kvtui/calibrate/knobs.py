@@ -59,7 +59,7 @@ def hardware_figures(hw: Hardware) -> dict:
         "eager_layer_floor_us": hw.eager_layer_floor_s * 1e6, "rdma_gb_s": hw.rdma_bytes_per_s / 1e9,
         "rdma_latency_us": hw.rdma_latency_s * 1e6, "compute_efficiency": hw.compute_efficiency,
         "memory_efficiency": hw.memory_efficiency, "iteration_overhead_us": hw.iteration_overhead_s * 1e6,
-        "request_overhead_ms": hw.request_overhead_s * 1e3,
+        "request_overhead_ms": hw.request_overhead_s * 1e3, "source": f"the {hw.name} profile's",
     }
     if hw.usable_memory_bytes:
         figures["usable_memory_gib"] = hw.usable_memory_bytes / GiB

@@ -100,12 +100,16 @@ class RouteProxy:
         with self.session.lock:
             return self.router.route(self.session.state, request, bs, self.clock())
 
-    def served(self, routed: Routed, engine: str, cached_tokens: int, ttft: float | None, e2e: float) -> None:
+    def served(self, routed: Routed, engine: str, usage: tuple[int, int], ttft: float | None, e2e: float) -> None:
+        """Hand the answered request on; `usage` is (cached prompt tokens, completion tokens or 0)."""
+        cached_tokens, completion = usage
         with self.session.lock:
             forensics = attribute(routed, self.session.state, cached_tokens, self.block_size())
         d = routed.decision
         candidates = tuple((c.node, c.score, routed.promised(c.node), c.eligible) for c in d.candidates)
-        self.ready.put(Served(engine, self.clock(), routed.request.id, d.reason, candidates, forensics, ttft, e2e))
+        req = routed.request
+        self.ready.put(Served(engine, self.clock(), req.id, d.reason, candidates, forensics, ttft, e2e,
+                              req.prompt_tokens, completion or req.output_tokens))
 
     def api_of(self, engine: str) -> str:
         """The chosen engine's API (a policy chooses only eligible engines: they have one)."""
@@ -145,18 +149,18 @@ def _handler(proxy: RouteProxy):
                 return self._error(503, routed.decision.reason)
             forward = urllib.request.Request(proxy.api_of(engine) + self.path, data=raw,
                                              headers={"Content-Type": "application/json"})
-            cached, ttft, e2e = self._relay(forward, time.monotonic())
-            proxy.served(routed, engine, cached, ttft, e2e)
+            usage, ttft, e2e = self._relay(forward, time.monotonic())
+            proxy.served(routed, engine, usage, ttft, e2e)
 
         def _relay(self, forward, t0: float | None):
-            """Send `forward`, pass its answer on as it comes; (cached tokens, ttft, e2e)."""
+            """Send `forward`, pass its answer on as it comes; ((cached, completion tokens), ttft, e2e)."""
             try:
                 response = urllib.request.urlopen(forward, timeout=TIMEOUT_S)
             except urllib.error.HTTPError as e:
                 response = e
             except OSError as e:
                 self._error(502, f"engine unreachable: {e}")
-                return 0, None, 0.0
+                return (0, 0), None, 0.0
             with response:
                 self.send_response(response.status)
                 self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
@@ -194,32 +198,37 @@ def _tokenize(api: str | None, ask: dict) -> list[int]:
     return tokens
 
 
-def _stream(response, out, t0: float, events: bool) -> tuple[int, float | None, float]:
-    """Copy the answer as it comes (server-sent events arrive a line at a time); the cached
-    tokens are in an event's JSON, or in the whole body when it is one JSON document."""
-    cached, first, body = 0, None, bytearray()
+def _stream(response, out, t0: float, events: bool) -> tuple[tuple[int, int], float | None, float]:
+    """Copy the answer as it comes (server-sent events arrive a line at a time); the usage
+    (cached prompt tokens, completion tokens) is in an event's JSON, or in the whole body when
+    it is one JSON document."""
+    usage, first, body = (0, 0), None, bytearray()
     for line in response:
         if first is None:
             first = time.monotonic() - t0
         out.write(line)
         out.flush()
         if events:
-            cached = _cached_tokens(line) or cached
+            usage = _usage(line) or usage
         else:
             body += line
-    return (cached if events else _cached_tokens(bytes(body))), first, time.monotonic() - t0
+    return (usage if events else (_usage(bytes(body)) or (0, 0))), first, time.monotonic() - t0
 
 
-def _cached_tokens(line: bytes) -> int:
-    """`usage.prompt_tokens_details.cached_tokens` of a JSON body or a `data: {...}` event."""
+def _usage(line: bytes) -> tuple[int, int] | None:
+    """(`usage.prompt_tokens_details.cached_tokens`, `usage.completion_tokens`) of a JSON body or
+    a `data: {...}` event; None when it carries no usage."""
     text = line.strip().removeprefix(b"data:").strip()
-    if not text.startswith(b"{") or b"cached_tokens" not in text:
-        return 0
+    if not text.startswith(b"{") or b"usage" not in text:
+        return None
     try:
-        usage = json.loads(text).get("usage") or {}
+        usage = json.loads(text).get("usage")
     except ValueError:
-        return 0
-    return int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        return None
+    if not isinstance(usage, dict):
+        return None
+    cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return cached, int(usage.get("completion_tokens") or 0)
 
 
 def _listed_adapters(api: str | None) -> set[str]:
