@@ -48,7 +48,7 @@ def residuals(real: Figures, sim: Figures) -> list[float]:
         for q in QUANTILES:
             if m not in real or q not in real[m] or real[m][q] <= 0:
                 continue
-            w = 1.0 if (q == "p50" and m in ("ttft", "tpot")) else 0.5
+            w = (1.0 if m in ("ttft", "tpot") else 0.5) * (1.0 if q == "p50" else 0.25)
             s = sim.get(m, {}).get(q)
             out.append(w * (float(np.log(s / real[m][q])) if s and s > 0 else 3.0))
     return out

@@ -41,6 +41,8 @@ def fit(residuals: Callable[[dict[str, float]], np.ndarray], knobs: tuple[Knob, 
     lo = np.log([k.low + k.offset for k in knobs])
     hi = np.log([k.high + k.offset for k in knobs])
     x0 = np.clip(np.log([start[n] for n in names] + off), lo, hi)
+    centre = np.clip(np.log([k.prior if k.prior is not None else start[k.name] for k in knobs] + off), lo, hi)
+    weight = PRIOR / np.array([k.spread for k in knobs])
 
     def values(x: np.ndarray) -> dict[str, float]:
         return dict(zip(names, map(float, np.clip(np.exp(x) - off, [k.low for k in knobs], [k.high for k in knobs]))))
@@ -50,7 +52,7 @@ def fit(residuals: Callable[[dict[str, float]], np.ndarray], knobs: tuple[Knob, 
         key = tuple(np.round(x, 9))
         if key not in cache:
             r = residuals(values(x))
-            cache[key] = np.concatenate([r, PRIOR * (x - x0)])
+            cache[key] = np.concatenate([r, weight * (x - centre)])
         return cache[key]
 
     x, r = x0, res(x0)

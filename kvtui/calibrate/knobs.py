@@ -25,6 +25,8 @@ class Knob:
     unit: str
     what: str
     offset: float = 0.0  # fitted as log(value + offset): a cost that may be 0 still moves by a share of its scale
+    spread: float = 1.0  # how far (in log units) the value may plausibly sit from the prior's centre
+    prior: float | None = None  # the prior's centre; None: the profile's value
 
     def of(self, hw: Hardware) -> float:
         """The knob's value in a hardware profile, in the knob's unit."""
@@ -34,14 +36,16 @@ class Knob:
             "iteration_overhead_us": hw.iteration_overhead_s * 1e6,
             "request_overhead_ms": hw.request_overhead_s * 1e3,
             "allreduce_launch_us": hw.allreduce_launch_s * 1e6,
+            "output_lag_steps": hw.output_lag_steps,
         }[self.name]
 
 
 KNOBS = (
-    Knob("compute_efficiency", 0.05, 1.0, "", "share of peak FLOP/s the kernels reach"),
-    Knob("memory_efficiency", 0.1, 1.0, "", "share of HBM bandwidth the kernels reach"),
+    Knob("compute_efficiency", 0.05, 1.0, "", "share of peak FLOP/s the kernels reach", spread=0.3),
+    Knob("memory_efficiency", 0.1, 1.0, "", "share of HBM bandwidth the kernels reach", spread=0.05, prior=0.85),
     Knob("iteration_overhead_us", 0.0, 20_000.0, "us", "fixed CPU cost per scheduler step", 200.0),
-    Knob("request_overhead_ms", 0.0, 500.0, "ms", "API server cost per request before scheduling", 2.0),
+    Knob("request_overhead_ms", 0.0, 500.0, "ms", "API server cost per request before scheduling", 2.0, prior=2.5),
+    Knob("output_lag_steps", 0.0, 5.0, "", "steps a token takes to reach the client", 0.5, prior=1.0),
 )
 TP_KNOBS = (Knob("allreduce_launch_us", 0.0, 500.0, "us", "fixed cost of one all-reduce call", 5.0),)
 
@@ -59,7 +63,7 @@ def hardware_figures(hw: Hardware) -> dict:
         "eager_layer_floor_us": hw.eager_layer_floor_s * 1e6, "rdma_gb_s": hw.rdma_bytes_per_s / 1e9,
         "rdma_latency_us": hw.rdma_latency_s * 1e6, "compute_efficiency": hw.compute_efficiency,
         "memory_efficiency": hw.memory_efficiency, "iteration_overhead_us": hw.iteration_overhead_s * 1e6,
-        "request_overhead_ms": hw.request_overhead_s * 1e3, "source": f"the {hw.name} profile's",
+        "request_overhead_ms": hw.request_overhead_s * 1e3, "output_lag_steps": hw.output_lag_steps, "source": f"the {hw.name} profile's",
     }
     if hw.usable_memory_bytes:
         figures["usable_memory_gib"] = hw.usable_memory_bytes / GiB

@@ -75,7 +75,7 @@ def prepare(report: Report, base: Scenario, model_given: bool) -> Setup:
         raise InputError.one("--scenario", None, "latency.model must be roofline to calibrate (the linear model has no physics)")
     starts = {"compute_efficiency": lat.compute_efficiency, "memory_efficiency": lat.memory_efficiency,
               "iteration_overhead_us": None if lat.iteration_overhead_ms is None else lat.iteration_overhead_ms * 1000,
-              "request_overhead_ms": lat.request_overhead_ms}
+              "request_overhead_ms": lat.request_overhead_ms, "output_lag_steps": lat.output_lag_steps}
     knobs = knobs_for(tp)
     start = {k.name: float(min(k.high, max(k.low, starts.get(k.name) if starts.get(k.name) is not None else k.of(hw))))
              for k in knobs}
@@ -83,7 +83,7 @@ def prepare(report: Report, base: Scenario, model_given: bool) -> Setup:
     figures = hardware_figures(hw)
     s = replace(s, cluster=replace(cluster, hardware=name, nodes=(replace(node, hardware=None),)),
                 latency=replace(lat, compute_efficiency=None, memory_efficiency=None, iteration_overhead_ms=None,
-                                request_overhead_ms=None),
+                                request_overhead_ms=None, output_lag_steps=None),
                 router=replace(s.router, policy="round_robin", routing_overhead_ms=0.0), events=(), metadata=None, story=())
     return Setup(s, name, figures, knobs, start, model, tp)
 

@@ -152,6 +152,7 @@ class Hardware:
     memory_efficiency: float = 0.8
     iteration_overhead_s: float = 0.0005  # the serving stack's fixed CPU cost per scheduler step
     request_overhead_s: float = 0.0  # its cost per request before the scheduler sees it (HTTP, tokenising)
+    output_lag_steps: float = 0.0  # scheduler steps a token takes to reach the client (API server's output processing)
     source: str = ""
 
 
@@ -242,6 +243,8 @@ def hardware_from_figures(name: str, f: Mapping[str, Any]) -> Hardware:
             hw = replace(hw, **{key: float(f[key])})
     if f.get("iteration_overhead_us") is not None:
         hw = replace(hw, iteration_overhead_s=float(f["iteration_overhead_us"]) * 1e-6)
+    if f.get("output_lag_steps") is not None:
+        hw = replace(hw, output_lag_steps=float(f["output_lag_steps"]))
     if f.get("request_overhead_ms") is not None:
         hw = replace(hw, request_overhead_s=float(f["request_overhead_ms"]) * 1e-3)
     return hw

@@ -295,6 +295,9 @@ class Latency:
     request_overhead_ms: float | None = field(default=None, metadata=doc(
         "roofline: the API server's cost per request before the scheduler sees it (HTTP, tokenising); "
         "default the cluster hardware profile's (0)", min=0, max=1e6))
+    output_lag_steps: float | None = field(default=None, metadata=doc(
+        "roofline: scheduler steps a token takes to reach the client after it is computed (the API server's output "
+        "processing, pipelined with the next step): added to TTFT and E2E; default the hardware profile's (0)", min=0, max=100))
 
 
 @dataclass(frozen=True)
@@ -561,6 +564,8 @@ class HardwareProfile:
         default=None, metadata=doc("default fixed CPU cost per scheduler iteration in microseconds (500)", min=0, max=1e9))
     request_overhead_ms: float | None = field(
         default=None, metadata=doc("default API server cost per request before scheduling, in ms (0)", min=0, max=1e6))
+    output_lag_steps: float | None = field(default=None, metadata=doc(
+        "default scheduler steps a token takes to reach the client after it is computed (0)", min=0, max=100))
     source: str = field(default="", metadata=doc("where the figures come from"))
     calibrated_from: str = field(default="", metadata=doc("the benchmark report these figures were fitted to, and when (kvtui calibrate)"))
 

@@ -41,6 +41,12 @@ def iteration_overhead_s(scenario: Scenario, hw: Hardware) -> float:
     return hw.iteration_overhead_s if ms is None else ms / 1000.0
 
 
+def output_lag_steps(scenario: Scenario, hw: Hardware) -> float:
+    """Steps a token takes to reach the client: the scenario's `latency:`, else the profile's."""
+    lag = scenario.latency.output_lag_steps
+    return hw.output_lag_steps if lag is None else lag
+
+
 def request_overhead_s(scenario: Scenario) -> float:
     """The API server's cost per request before scheduling: the scenario's `latency:`, else the
     cluster's hardware profile's (0 for the shipped ones)."""
