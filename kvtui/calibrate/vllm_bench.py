@@ -111,6 +111,10 @@ def _requests(file: str, d: dict) -> Requests | None:
     keep = [i for i in range(len(ttfts)) if not errors[i] and isinstance(ttfts[i], (int, float)) and ttfts[i] > 0]
     ttft = np.array([ttfts[i] for i in keep], dtype=float)
     e2e = ttft + np.array([sum(itls[i]) for i in keep], dtype=float)
+    median = d.get("median_ttft_ms")
+    if len(ttft) and isinstance(median, (int, float)) and median > 0 and not 0.5 < np.median(ttft) * 1e3 / median < 2:
+        raise InputError.one(file, None, f"ttfts (median {np.median(ttft):g}) are not the seconds of median_ttft_ms "
+                             f"({median:g} ms): units that cannot be right")
     if len(ttft) and (ttft.max() > 3600 or np.median(ttft) > np.median(e2e)):
         raise InputError.one(file, None, "ttfts are not seconds: units that cannot be right")
     return Requests(ttft, e2e, np.array([ins[i] for i in keep], dtype=float), np.array([outs[i] for i in keep], dtype=float))
