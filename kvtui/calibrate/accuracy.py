@@ -3,8 +3,8 @@ would say.
 
 - err = simulated / real - 1 per stage, metric and percentile (BLIS's per-percentile table);
 - the naive baseline: every later stage predicted by the first stage's measured figures carried
-  over unchanged (a model that ignores load; on the inference-sim/training runs it misses TTFT
-  by 5-90 % and TPOT by 6-100 % at the second stage);
+  over unchanged (a model that ignores load; on the inference-sim/training runs it misses the
+  second stage's TTFT median by 5-48 % and its TPOT median by 5-50 %);
 - per request, when the report has them: each real request's E2E predicted from the simulated
   stage as TTFT p50 + (its output tokens - 1) x TPOT p50, scored by MAPE and Pearson correlation
   (how much of the request-to-request spread the model's per-token time explains).

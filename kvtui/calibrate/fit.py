@@ -2,10 +2,12 @@
 
 The residuals are log(simulated / measured) of each fit stage's percentiles (a relative error,
 so TTFT in milliseconds and E2E in seconds weigh alike), weighted: the medians of TTFT and TPOT
-count fully, the other figures half. A weak pull toward the profile's values (weight
-PRIOR per unit of log) keeps a knob the data cannot see where the profile put it: a workload whose
-prompts are all cached says nothing about the prefill's compute efficiency, and without the pull
-the fit would wander along that flat direction. The Jacobian is taken by forward differences of
+count fully, E2E and ITL half, a p90 a quarter of its median (a simulated tail is narrower than
+a real one, and should not drag the median). A weak pull toward each knob's prior (its centre
+`Knob.prior`, else the profile's value; PRIOR / `Knob.spread` per unit of log) keeps a knob the
+data cannot see in place: a workload whose prompts are all cached says nothing about the
+prefill's compute efficiency, and one load level little about how a decode step splits into a
+fixed and a per-byte cost; without the pull the fit would wander along those flat directions. The Jacobian is taken by forward differences of
 whole engine runs (a run is deterministic for its seed, so the differences are not noise); a
 step that leaves the bounds is clipped to them. The linear algebra is a (knobs x knobs) normal
 system solved by LAPACK's gesv: far too small for BLAS threads to matter.
@@ -35,7 +37,8 @@ class FitResult:
 
 def fit(residuals: Callable[[dict[str, float]], np.ndarray], knobs: tuple[Knob, ...], start: dict[str, float],
         iterations: int = 8) -> FitResult:
-    """Knob values minimising |residuals|^2 + PRIOR^2 |log(values / start)|^2 within the bounds."""
+    """Knob values minimising |residuals|^2 + |PRIOR (x - centre) / spread|^2 within the bounds
+    (x: log(value + offset)), starting from `start`."""
     names = [k.name for k in knobs]
     off = np.array([k.offset for k in knobs])
     lo = np.log([k.low + k.offset for k in knobs])

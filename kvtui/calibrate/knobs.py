@@ -6,8 +6,14 @@ the achieved shares of the data sheet's FLOP/s and HBM bandwidth (kernels reach 
 fixed CPU cost of a scheduler step (tens of microseconds to a few milliseconds: scheduling,
 sampling, detokenising, streaming) and of a request before it is scheduled (HTTP, tokenising),
 and with tensor parallelism the fixed cost of one all-reduce call (microseconds to a few
-hundred). KV capacity is taken from the report (vLLM's `num_gpu_blocks`) when it gives it, never
-fitted: it is a count, not a rate.
+hundred), and the steps a token takes to reach the client (the API server's output processing,
+pipelined with the next step). KV capacity is taken from the report (vLLM's `num_gpu_blocks`)
+when it gives it, never fitted: it is a count, not a rate.
+
+Priors (fit.py): the profile's value, except the HBM efficiency, centred on 0.85 with a tight
+spread (long streaming reads reach 80-90 % of the data sheet; the shipped 0.66 was fitted beside a
+0.5 ms step overhead that two-stage fits of the Llama-2-7b runs put at 1.1-1.4 ms), the request
+overhead on 2.5 ms (HTTP and tokenising a few hundred tokens) and the output lag on one step.
 """
 
 from __future__ import annotations

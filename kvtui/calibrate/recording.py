@@ -18,7 +18,7 @@ def read(path: str) -> Report:
     deliveries = read_recording(path)
     served = [d for d in deliveries if isinstance(d, Served) and d.ttft_s is not None and d.e2e_s > 0]
     if len(served) < 2:
-        raise InputError.one(path, None, "no requests timed by route mode in this recording (record with --route)")
+        raise InputError.one(path, None, "no requests timed by route mode in this recording (kvtui live --route POLICY --record DIR)")
     scrapes = [d.figures for d in deliveries if isinstance(d, Scraped) and d.figures.error is None]
     block = next((f.block_size for f in scrapes if f.block_size), None)
     blocks = next((f.num_gpu_blocks for f in scrapes if f.num_gpu_blocks), None)

@@ -17,10 +17,11 @@ from kvtui.calibrate.report import METRICS, QUANTILES
 
 LIMITATIONS = (
     "one engine, one node: the report's cluster is simulated as the single vLLM server it names",
-    "the API server is a fixed cost per request and per step: its own queueing under load "
-    "(streaming many requests from one process) is not modelled, so TTFT at a heavier held-out load is low",
-    "from one load level the fixed and the per-byte parts of a decode step are hard to tell apart; the fit "
-    "keeps them near the profile's values (a weak pull) unless the fit stages differ in load",
+    "the API server is a fixed cost per request plus an output lag in scheduler steps: its own queueing "
+    "beyond that (one process streaming every request) is not modelled",
+    "from one load level a step's fixed and per-byte costs (and a request's fixed delay and its per-step lag) "
+    "are hard to tell apart: the priors decide along those directions (HBM efficiency centred on 0.85); "
+    "fit stages of different loads tell them apart",
     "the stream's chunking, the tokeniser's drift and the sampler are not simulated; figures are converted "
     "to kvtui's definitions instead (the notes say how)",
 )
