@@ -31,7 +31,7 @@ def read_json(path: str) -> Any:
 
 
 def read_yaml(path: str) -> Any:
-    """A YAML document (inference-perf's config.yaml); InputError for a malformed one."""
+    """A YAML document (inference-perf's resolved config); InputError for a malformed one."""
     try:
         with open(path, encoding="utf-8") as f:
             return yaml.safe_load(f)

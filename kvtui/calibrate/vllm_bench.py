@@ -1,12 +1,12 @@
-"""`vllm bench serve --save-result` JSON (vllm/benchmarks/serve.py; older releases'
-benchmarks/benchmark_serving.py write the same keys): one file is one stage (one request rate or
-concurrency); a directory of them is a run of stages, ordered by load.
+"""`vllm bench serve --save-result` JSON (read at vLLM 0.33.0: vllm/benchmarks/serve.py of its
+wheel, whose keys the older benchmark_serving.py script wrote too): one file is one stage (one
+request rate or concurrency); a directory of them is a run of stages, ordered by load.
 
 Its definitions are kvtui's (kvtui/sim/metrics.py cites them): TTFT per request, TPOT
 (E2E - TTFT) / (tokens - 1) over outputs of more than one token, ITL pooled over every token gap,
 E2E (`e2el`). Aggregates are `median_<m>_ms` and `p<q>_<m>_ms` for the `--metric-percentiles`
 asked (default 99: a p90 is then taken from the per-request lists when `--save-detailed` kept
-them: `ttfts` and `itls` in seconds, `input_lens`, `output_lens`).
+them: `ttfts`, `itls` and `latencies` in seconds, `input_lens`, `output_lens`, `errors`).
 """
 
 from __future__ import annotations
@@ -110,7 +110,11 @@ def _requests(file: str, d: dict) -> Requests | None:
     errors = d.get("errors") or [""] * len(ttfts)
     keep = [i for i in range(len(ttfts)) if not errors[i] and isinstance(ttfts[i], (int, float)) and ttfts[i] > 0]
     ttft = np.array([ttfts[i] for i in keep], dtype=float)
-    e2e = ttft + np.array([sum(itls[i]) for i in keep], dtype=float)
+    latencies = d.get("latencies")
+    if isinstance(latencies, list) and len(latencies) == len(ttfts):
+        e2e = np.array([latencies[i] for i in keep], dtype=float)
+    else:  # releases before `latencies`: the first token and every gap after it
+        e2e = ttft + np.array([sum(itls[i]) for i in keep], dtype=float)
     median = d.get("median_ttft_ms")
     if len(ttft) and isinstance(median, (int, float)) and median > 0 and not 0.5 < np.median(ttft) * 1e3 / median < 2:
         raise InputError.one(file, None, f"ttfts (median {np.median(ttft):g}) are not the seconds of median_ttft_ms "

@@ -78,12 +78,16 @@ def test_guidellm_inter_token_latency_is_kvtui_tpot(tmp_path):
                                                   "prompt_token_count": {"successful": {"mean": 500, "std_dev": 50, "min": 400, "max": 600}},
                                                   "output_token_count": {"successful": {"mean": 120, "std_dev": 0}}}}
     f = tmp_path / "g.json"
-    f.write_text(json.dumps({"benchmarks": [bench("constant", 6.0, 40.0), bench("constant", 3.0, 30.0)]}))
+    slow = bench("constant", 3.0, 30.0)
+    slow["requests"] = {"successful": [{"start_time": t, "first_token_time": t + 0.03, "end_time": t + 0.03 + 119 * 0.008,
+                                        "prompt_tokens": 500, "output_tokens": 120} for t in (0.0, 0.4, 0.7)]}
+    f.write_text(json.dumps({"benchmarks": [bench("constant", 6.0, 40.0), slow]}))
     report = read_report(str(f))
     assert report.format == "guidellm" and [s.rate for s in report.stages] == [3.0, 6.0]
     assert report.stages[0].measured["tpot"] == pytest.approx({"p50": 0.008, "p90": 0.009})
     assert "itl" not in report.stages[0].measured and report.stages[1].measured["e2e"]["p50"] == 1.0
     assert report.prompt.mean == 500 and report.output.std == 0
+    assert report.stages[0].requests.tpot == pytest.approx([0.008] * 3) and report.stages[1].requests is None
 
 
 BAD = {
