@@ -132,8 +132,9 @@ class RooflineModel:
         self.attn_flops = 4.0 * model.layers * model.hidden
         self.overhead = overhead_s
         # The API server delivers a step's tokens while the engine runs the next ones (vLLM V1's
-        # output processing in its own process): each token reaches the client this many steps
-        # late (the node adds it to what the client measures: TTFT and E2E, not TPOT).
+        # output processing in its own process): each token reaches the client this many times
+        # the duration of the iteration that computed it late (the node adds it to what the
+        # client measures, TTFT and E2E; TPOT moves only by the difference of the two lags).
         self.output_lag_steps = output_lag_steps
         self.tp = tp
         self._allreduces = 2 * model.layers  # per forward pass: attention output and MLP output
