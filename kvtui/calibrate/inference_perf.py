@@ -209,8 +209,8 @@ def _stage(file: str, index: int, spec: dict, sp: SharedPrefix | None, ignore_eo
 
 def _messages_per_token(ttft: dict, e2e: dict, tpot: dict, tokens: float, file: str, index: int) -> tuple[int, list[str]]:
     """Stream messages per output token, from the stage's means (module docstring)."""
-    means = [s.get("mean") for s in (ttft, e2e, tpot)]
-    if tokens <= 1 or not all(isinstance(m, (int, float)) and m > 0 for m in means):
+    means = [m for s in (ttft, e2e, tpot) if isinstance(m := s.get("mean"), (int, float)) and m > 0]
+    if tokens <= 1 or len(means) < 3:
         return 1, []
     messages = (means[1] - means[0]) / means[2] + 1
     ratio = messages / tokens

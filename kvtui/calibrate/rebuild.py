@@ -77,8 +77,7 @@ def prepare(report: Report, base: Scenario, model_given: bool) -> Setup:
               "iteration_overhead_us": None if lat.iteration_overhead_ms is None else lat.iteration_overhead_ms * 1000,
               "request_overhead_ms": lat.request_overhead_ms, "output_lag_steps": lat.output_lag_steps}
     knobs = knobs_for(tp)
-    start = {k.name: float(min(k.high, max(k.low, starts.get(k.name) if starts.get(k.name) is not None else k.of(hw))))
-             for k in knobs}
+    start = {k.name: min(k.high, max(k.low, _given(starts.get(k.name), k.of(hw)))) for k in knobs}
     name = f"{hw.name}-calibrated"
     figures = hardware_figures(hw)
     s = replace(s, cluster=replace(cluster, hardware=name, nodes=(replace(node, hardware=None),)),
@@ -86,6 +85,10 @@ def prepare(report: Report, base: Scenario, model_given: bool) -> Setup:
                                 request_overhead_ms=None, output_lag_steps=None),
                 router=replace(s.router, policy="round_robin", routing_overhead_ms=0.0), events=(), metadata=None, story=())
     return Setup(s, name, figures, knobs, start, model, tp)
+
+
+def _given(value: float | None, default: float) -> float:
+    return float(default if value is None else value)
 
 
 def _model(report: Report, base: Scenario, model_given: bool) -> str:

@@ -102,9 +102,10 @@ def _stage(index: int, file: str, d: dict) -> Stage:
 
 
 def _requests(file: str, d: dict) -> Requests | None:
-    ttfts, itls, ins, outs = (d.get(k) for k in ("ttfts", "itls", "input_lens", "output_lens"))
-    if not all(isinstance(x, list) for x in (ttfts, itls, ins, outs)) or not ttfts:
+    lists = [d.get(k) for k in ("ttfts", "itls", "input_lens", "output_lens")]
+    if not all(isinstance(x, list) for x in lists) or not lists[0]:
         return None
+    ttfts, itls, ins, outs = (x for x in lists if isinstance(x, list))
     if not len(ttfts) == len(itls) == len(ins) == len(outs):
         raise InputError.one(file, None, "ttfts, itls, input_lens and output_lens differ in length")
     errors = d.get("errors") or [""] * len(ttfts)
