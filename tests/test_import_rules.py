@@ -33,11 +33,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kvtui.sim",),
     ("kvtui.live",),  # real engines' KV events, below the run layer that shows them (run/live.py)
     ("kvtui.run",),
-    ("kvtui.report", "kvtui.sweep"),
+    ("kvtui.report", "kvtui.sweep", "kvtui.calibrate"),
     ("kvtui.tui",),
     ("kvtui.cli", "kvtui.__main__"),
 )
-FACES = ("kvtui.tui", "kvtui.cli", "kvtui.sweep", "kvtui.report")
+FACES = ("kvtui.tui", "kvtui.cli", "kvtui.sweep", "kvtui.report", "kvtui.calibrate")
 ENGINE = "kvtui.sim"
 
 # Edges that break a rule today, each with the work that removes it. The test fails when one

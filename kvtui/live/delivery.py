@@ -72,6 +72,8 @@ class Served:
     forensics: Forensics
     ttft_s: float | None
     e2e_s: float
+    prompt_tokens: int = 0  # as the engine tokenised the prompt (recordings before them: 0)
+    output_tokens: int = 0  # the answer's usage.completion_tokens, else the request's max_tokens
 
 
 Delivery = Watching | Received | Gap | Restarted | Scraped | Served

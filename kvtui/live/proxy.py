@@ -139,12 +139,16 @@ class RouteProxy:
         with self.session.lock:
             return self.router.route(self.session.state, request, bs, self.clock())
 
-    def served(self, routed: Routed, engine: str, cached_tokens: int, ttft: float | None, e2e: float) -> None:
+    def served(self, routed: Routed, engine: str, usage: tuple[int, int], ttft: float | None, e2e: float) -> None:
+        """Hand the answered request on; `usage` is (cached prompt tokens, completion tokens or 0)."""
+        cached_tokens, completion = usage
         with self.session.lock:
             forensics = attribute(routed, self.session.state, cached_tokens, self.block_size())
         d = routed.decision
         candidates = tuple((c.node, c.score, routed.promised(c.node), c.eligible) for c in d.candidates)
-        self.ready.put(Served(engine, self.clock(), routed.request.id, d.reason, candidates, forensics, ttft, e2e))
+        req = routed.request
+        self.ready.put(Served(engine, self.clock(), req.id, d.reason, candidates, forensics, ttft, e2e,
+                              req.prompt_tokens, completion or req.output_tokens))
 
     def api_of(self, engine: str) -> str:
         """The chosen engine's API (a policy chooses only eligible engines: they have one)."""
@@ -241,11 +245,11 @@ def _handler(proxy: RouteProxy):
                 raise Refused(503, routed.decision.reason, "no engine")
             forward = urllib.request.Request(proxy.api_of(engine) + self.path, data=raw,
                                              headers={"Content-Type": "application/json"})
-            cached, ttft, e2e = self._relay(forward, time.monotonic())
-            proxy.served(routed, engine, cached, ttft, e2e)
+            usage, ttft, e2e = self._relay(forward, time.monotonic())
+            proxy.served(routed, engine, usage, ttft, e2e)
 
         def _relay(self, forward, t0: float):
-            """Send `forward`, pass its answer on; (cached tokens, ttft, e2e). A whole answer
+            """Send `forward`, pass its answer on; ((cached, completion tokens), ttft, e2e). A whole answer
             is read before anything is sent (an engine failing in it is a clean 502); a
             stream is passed on as it comes, and ends with an error event if it breaks."""
             with io.engine_call(forward, proxy.engine_timeout) as response:
@@ -253,24 +257,24 @@ def _handler(proxy: RouteProxy):
                 if "event-stream" not in kind:
                     data = io.read_whole(response)
                     self._send(response.status, kind, data)
-                    return io.cached_tokens(data), time.monotonic() - t0, time.monotonic() - t0
+                    return io.usage(data) or (0, 0), time.monotonic() - t0, time.monotonic() - t0
                 self.send_response(response.status)
                 self.send_header("Content-Type", kind)
                 self.end_headers()
                 return self._stream(response, t0)
 
         def _stream(self, response, t0: float):
-            cached, first = 0, None
+            usage, first = (0, 0), None
             try:
                 for line in io.stream_lines(response):
                     first = first if first is not None else time.monotonic() - t0
                     self.wfile.write(line)
                     self.wfile.flush()
-                    cached = io.cached_tokens(line) or cached
+                    usage = io.usage(line) or usage
             except Refused as e:
                 proxy.problem(e.kind, f"{self.path}: {e}")
                 self.wfile.write(io.error_event(e))
-            return cached, first, time.monotonic() - t0
+            return usage, first, time.monotonic() - t0
 
         def _error(self, status: int, message: str) -> None:
             data = json.dumps({"error": {"message": message, "type": "kvtui_route", "code": status}}).encode()

@@ -170,14 +170,23 @@ def error_event(refused: Refused) -> bytes:
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
-def cached_tokens(line: bytes) -> int:
-    """`usage.prompt_tokens_details.cached_tokens` of a JSON body or a `data: {...}` event."""
+def usage(line: bytes) -> tuple[int, int] | None:
+    """(`usage.prompt_tokens_details.cached_tokens`, `usage.completion_tokens`) of a JSON body or
+    a `data: {...}` event; None when it carries no usage. A count that is not an int in
+    [0, TOKEN_LIMIT) reads as 0: an engine's answer is input like any other."""
     text = line.strip().removeprefix(b"data:").strip()
-    if not text.startswith(b"{") or b"cached_tokens" not in text:
-        return 0
+    if not text.startswith(b"{") or b"usage" not in text:
+        return None
     try:
-        usage = json.loads(text).get("usage") or {}
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        found = json.loads(text).get("usage")
+        if not isinstance(found, dict):
+            return None
+        cached = (found.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        completion = found.get("completion_tokens") or 0
     except (ValueError, AttributeError, RecursionError):
-        return 0
-    return cached if isinstance(cached, int) and 0 <= cached < TOKEN_LIMIT else 0
+        return None
+    return _count(cached), _count(completion)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < TOKEN_LIMIT else 0

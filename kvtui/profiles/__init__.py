@@ -156,6 +156,9 @@ class Hardware:
     usable_memory_bytes: float = 0.0  # what the driver reports as total (0: memory_bytes)
     compute_efficiency: float = 0.36  # the H100 calibration (TTFT_CALIBRATION)
     memory_efficiency: float = 0.8
+    iteration_overhead_s: float = 0.0005  # the serving stack's fixed CPU cost per scheduler step
+    request_overhead_s: float = 0.0  # its cost per request before the scheduler sees it (HTTP, tokenising)
+    output_lag_steps: float = 0.0  # scheduler steps a token takes to reach the client (API server's output processing)
     source: str = ""
 
 
@@ -172,12 +175,19 @@ class Model:
     intermediate: int = 0
     attention_heads: int = 0
     dtype_bytes: int = 2  # BF16 weights
+    active_params: float = 0.0  # parameters one token computes with (a mixture of experts: fewer); 0: all
     activation_extra_bytes: float = 0.0  # measured peak minus the estimate (activation_peak_gib)
     source: str = ""
 
     @property
     def weight_bytes(self) -> float:
         return self.params * self.dtype_bytes
+
+    @property
+    def flops_params(self) -> float:
+        """Parameters each token's forward pass multiplies by: all of them, or for a mixture of
+        experts the shared ones plus the experts it is routed to (`active_params`)."""
+        return self.active_params or self.params
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -238,6 +248,12 @@ def hardware_from_figures(name: str, f: Mapping[str, Any]) -> Hardware:
     for key in ("compute_efficiency", "memory_efficiency"):
         if f.get(key) is not None:
             hw = replace(hw, **{key: float(f[key])})
+    if f.get("iteration_overhead_us") is not None:
+        hw = replace(hw, iteration_overhead_s=float(f["iteration_overhead_us"]) * 1e-6)
+    if f.get("output_lag_steps") is not None:
+        hw = replace(hw, output_lag_steps=float(f["output_lag_steps"]))
+    if f.get("request_overhead_ms") is not None:
+        hw = replace(hw, request_overhead_s=float(f["request_overhead_ms"]) * 1e-3)
     return hw
 
 
@@ -254,6 +270,7 @@ def model_from_figures(name: str, f: Mapping[str, Any]) -> Model:
         hidden=int(f["hidden"]),
         intermediate=int(f["intermediate"]),
         attention_heads=heads,
+        active_params=float(f.get("active_params_b") or 0.0) * 1e9,
         source=str(f.get("source") or ""),
     )
     return with_measured_peak(model, f.get("activation_peak_gib"), f.get("activation_peak_tokens"))

@@ -34,12 +34,14 @@ def run_to_end(
     policy: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_event: Callable[[Event], None] | None = None,
+    event_types: tuple[type[Event], ...] | None = None,
 ) -> Finished:
-    """Run `scenario` to its end; `on_progress` gets numbers now and then, `on_event` every event."""
+    """Run `scenario` to its end; `on_progress` gets numbers now and then, `on_event` every event
+    (or only those of `event_types`: the others are then never built)."""
     t0 = time.perf_counter()
     sim = Simulation(scenario, seed=seed, policy=policy)
     if on_event is not None:
-        sim.subscribe(on_event)
+        sim.subscribe(on_event, event_types)
     tick = None if on_progress is None else (lambda _events: on_progress(progress_of(sim)))
     try:
         sim.run(progress=tick)

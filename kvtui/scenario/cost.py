@@ -251,13 +251,13 @@ def service_floor(scenario: Scenario, out_min: float) -> float:
     lat, tokens = scenario.latency, max(1.0, out_min)
     if lat.model == "linear":
         return lat.decode_ms_per_token / 1000.0 * tokens
-    from kvtui.scenario.serving import profile_catalog
+    from kvtui.scenario.serving import iteration_overhead_s, profile_catalog
 
     model, floors = profile_catalog(scenario)[1].get(scenario.model), []
     for plan in node_plans(scenario):
         if model is None or plan.hardware is None:
             return 0.0
-        floors.append(model.weight_bytes / plan.tp / plan.hardware.hbm_bytes_per_s + lat.iteration_overhead_ms / 1000.0)
+        floors.append(model.weight_bytes / plan.tp / plan.hardware.hbm_bytes_per_s + iteration_overhead_s(scenario, plan.hardware))
     return min(floors, default=0.0) * tokens
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass, field, replace
 import os
 import re
 from pathlib import Path
@@ -25,7 +26,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from kvtui.errors import InputError
 from kvtui.scenario import safe_yaml
 from kvtui.scenario.cost import estimate
-from kvtui.scenario.model import Dist, Metadata, Scenario, ScriptedEvent, Trace
+from kvtui.scenario.model import Dist, HardwareProfile, Metadata, ModelProfile, Scenario, ScriptedEvent, Trace
 from kvtui.scenario.hints import listing, suggestion
 from kvtui.scenario.replication import check_replication
 from kvtui.scenario.overrides import NULL_TAG, OverrideMark, apply_overrides, override_source, split_merges
@@ -90,6 +91,8 @@ def load_scenario(path: str | Path, overrides: Sequence[str] = (), limits: bool 
     builder = _Builder(file, Path(path).parent)
     builder.problems.extend(override_problems)
     scenario = builder.build(root)
+    if scenario is not INVALID and scenario.profiles:
+        scenario = _with_profile_files(scenario, builder)
     if scenario is not INVALID:
         _check_scenario(scenario, builder)
     if limits and scenario is not INVALID and not builder.problems:
@@ -267,9 +270,9 @@ class _Builder:
 
     # -- values ---------------------------------------------------------------------------
 
-    def build(self, root: yaml.MappingNode) -> Any:
+    def build(self, root: yaml.MappingNode, cls: type = Scenario) -> Any:
         self.locations[""] = self.where(root)
-        return self._value(root, Scenario, "", {}, None)
+        return self._value(root, cls, "", {}, None)
 
     def _value(self, node: yaml.Node, tp: Any, path: str, meta: Mapping, choices: tuple | None) -> Any:
         """Build the value of type `tp` written at `node`; INVALID (reported) when it is wrong."""
@@ -520,6 +523,40 @@ class _Builder:
         if event.action in ("node_down", "node_up") and event.node is None:
             self.report(node, f"{_label(path)}: {event.action} needs a node")
         return event
+
+
+@dataclass(frozen=True)
+class ProfileFile:
+    """A file of profiles a scenario's `profiles:` names (what `kvtui calibrate --out` writes)."""
+
+    hardware: dict[str, HardwareProfile] = field(default_factory=dict)
+    models: dict[str, ModelProfile] = field(default_factory=dict)
+
+
+def _with_profile_files(scenario: Scenario, b: _Builder) -> Scenario:
+    """The scenario with the profiles of its `profiles:` files under its own (its own win; a
+    later file wins over an earlier one). A path written in the scenario is relative to it, one
+    given with --set to the working directory (as a trace's). A file's problems are its own."""
+    hardware: dict[str, HardwareProfile] = {}
+    models: dict[str, ModelProfile] = {}
+    for i, name in enumerate(scenario.profiles):
+        key = f"profiles[{i}]"
+        base = b.base_dir if b.locate(key)[0] == b.file else Path.cwd()
+        path = Path(os.path.abspath(base / Path(name).expanduser()))
+        try:
+            root = _read_yaml(path, name)
+        except InputError as e:
+            b.problems.extend((file, line, f"{key}: {message}") for file, line, message in e.problems)
+            continue
+        sub = _Builder(name, path.parent)
+        built = sub.build(root, ProfileFile) if isinstance(root, yaml.MappingNode) else INVALID
+        if not isinstance(root, yaml.MappingNode):
+            sub.report(root, f"a profile file is a mapping with hardware: and models:, got {_describe(root)}")
+        b.problems.extend(sub.problems)
+        if built is not INVALID:
+            hardware.update(built.hardware)
+            models.update(built.models)
+    return replace(scenario, hardware={**hardware, **scenario.hardware}, models={**models, **scenario.models})
 
 
 def _non_empty_dir(directory: str) -> bool:

@@ -289,7 +289,15 @@ class Latency:
     memory_efficiency: float | None = field(
         default=None, metadata=doc("roofline: achieved share of HBM bandwidth; default the hardware profile's (calibrated)", min=0.01, max=1)
     )
-    iteration_overhead_ms: float = field(default=0.5, metadata=doc("roofline: fixed CPU cost per iteration", min=0, max=1e6))
+    iteration_overhead_ms: float | None = field(
+        default=None, metadata=doc("roofline: fixed CPU cost per iteration; default the hardware profile's (0.5)", min=0, max=1e6)
+    )
+    request_overhead_ms: float | None = field(default=None, metadata=doc(
+        "roofline: the API server's cost per request before the scheduler sees it (HTTP, tokenising); "
+        "default the cluster hardware profile's (0)", min=0, max=1e6))
+    output_lag_steps: float | None = field(default=None, metadata=doc(
+        "roofline: scheduler steps a token takes to reach the client after it is computed (the API server's output "
+        "processing, pipelined with the next step): added to TTFT and E2E; default the hardware profile's (0)", min=0, max=100))
 
 
 @dataclass(frozen=True)
@@ -593,7 +601,14 @@ class HardwareProfile:
         "one fdatasync of the host's disk in microseconds (a replicated store's append); default 100", min=0, max=1e9))
     compute_efficiency: float | None = field(default=None, metadata=doc("default achieved share of peak FLOP/s", min=0.01, max=1))
     memory_efficiency: float | None = field(default=None, metadata=doc("default achieved share of memory bandwidth", min=0.01, max=1))
+    iteration_overhead_us: float | None = field(
+        default=None, metadata=doc("default fixed CPU cost per scheduler iteration in microseconds (500)", min=0, max=1e9))
+    request_overhead_ms: float | None = field(
+        default=None, metadata=doc("default API server cost per request before scheduling, in ms (0)", min=0, max=1e6))
+    output_lag_steps: float | None = field(default=None, metadata=doc(
+        "default scheduler steps a token takes to reach the client after it is computed (0)", min=0, max=100))
     source: str = field(default="", metadata=doc("where the figures come from"))
+    calibrated_from: str = field(default="", metadata=doc("the benchmark report these figures were fitted to, and when (kvtui calibrate)"))
 
 
 @dataclass(frozen=True)
@@ -616,7 +631,11 @@ class ModelProfile:
     activation_peak_tokens: int | None = field(
         default=None, metadata=doc("batched tokens the peak was measured at (default 8192)", min=1, max=100_000_000)
     )
+    active_params_b: float | None = field(
+        default=None, metadata=doc("mixture of experts: parameters (billions) one token computes with; default params_b", min=0.001, max=100_000)
+    )
     source: str = field(default="", metadata=doc("where the figures come from"))
+    calibrated_from: str = field(default="", metadata=doc("the benchmark report these figures were fitted to, and when (kvtui calibrate)"))
 
 
 @dataclass(frozen=True)
@@ -631,6 +650,9 @@ class Scenario:
     models: dict[str, ModelProfile] = field(
         default_factory=dict, metadata=doc("your own model profiles, name -> figures (add to or replace the shipped ones)")
     )
+    profiles: tuple[str, ...] = field(default=(), metadata=doc(
+        "profile files (YAML with hardware: / models:, e.g. what `kvtui calibrate --out` writes), relative to the "
+        "scenario (to the working directory with --set); their profiles add to the shipped ones, the scenario's own win"))
     cluster: Cluster = field(default_factory=Cluster, metadata=doc("the nodes"))
     latency: Latency = field(default_factory=Latency, metadata=doc("latency model"))
     router: Router = field(default_factory=Router, metadata=doc("routing"))

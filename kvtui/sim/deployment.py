@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kvtui.scenario.model import Scenario
 from kvtui.scenario.plan import NodePlan
-from kvtui.scenario.serving import profile_catalog
+from kvtui.scenario.serving import iteration_overhead_s, output_lag_steps, profile_catalog
 from kvtui.sim.kv_manager import OffloadSpec
 from kvtui.sim.latency import LinearModel, RooflineModel
 from kvtui.sim.transfer import Link, build_links
@@ -30,9 +30,10 @@ def build_latency(scenario: Scenario, plan: NodePlan):
         models[scenario.model],
         lat.compute_efficiency,  # None: the hardware profile's calibrated share
         lat.memory_efficiency,
-        lat.iteration_overhead_ms / 1000.0,
+        iteration_overhead_s(scenario, plan.hardware),
         tensor_parallel=plan.tp,
         kv_dtype=plan.kv_dtype,
+        output_lag_steps=output_lag_steps(scenario, plan.hardware),
     )
 
 

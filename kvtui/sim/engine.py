@@ -31,6 +31,7 @@ from kvtui.events import (
 )
 from kvtui.scenario.model import Scenario, ScriptedEvent
 from kvtui.scenario.plan import node_plans
+from kvtui.scenario.serving import request_overhead_s
 from kvtui.sim.bus import Bus, Listener
 from kvtui.sim.control_plane import ControlPlane
 from kvtui.sim.metrics import METRICS_EVENT_TYPES, Metrics
@@ -82,7 +83,8 @@ class Simulation:
         self.metrics.set_nodes([n.name for n in self.nodes])
 
         self.router = Router(
-            self.bus, self.nodes, scenario.router, self.policy_name, self.router_rng, self.block_size, self._finished
+            self.bus, self.nodes, scenario.router, self.policy_name, self.router_rng, self.block_size, self._finished,
+            request_overhead_s(scenario),
         )
         self.handoffs: Handoffs | None = None
         if self.router.pairs is not None:

@@ -84,6 +84,7 @@ class LinearModel:
 
     serial = True
     recompute_full_hit = False  # the seed counts an exact hit as a fully cached prompt
+    output_lag_steps = 0.0  # tokens reach the client as they are computed
 
     def __init__(self, prefill_s_per_token: float, decode_s_per_token: float):
         self.prefill = prefill_s_per_token
@@ -112,6 +113,7 @@ class RooflineModel:
         overhead_s: float = 0.0005,
         tensor_parallel: int = 1,
         kv_dtype: str = "bf16",
+        output_lag_steps: float = 0.0,
     ):
         """Efficiencies default to the hardware profile's (calibrated for h100-80gb).
 
@@ -125,10 +127,15 @@ class RooflineModel:
         self.bandwidth = hardware.hbm_bytes_per_s * me  # per GPU
         self.weight_bytes = model.weight_bytes / tp  # per GPU
         self.kv_bytes = model.kv_bytes_per_token_per_gpu(tp, kv_dtype)  # per GPU, per token
-        self.flops_per_token = 2.0 * model.params
+        self.flops_per_token = 2.0 * model.flops_params
         # QK^T and AV: 2 matmuls x 2 FLOPs x hidden per (query token, key token) per layer.
         self.attn_flops = 4.0 * model.layers * model.hidden
         self.overhead = overhead_s
+        # The API server delivers a step's tokens while the engine runs the next ones (vLLM V1's
+        # output processing in its own process): each token reaches the client this many times
+        # the duration of the iteration that computed it late (the node adds it to what the
+        # client measures, TTFT and E2E; TPOT moves only by the difference of the two lags).
+        self.output_lag_steps = output_lag_steps
         self.tp = tp
         self._allreduces = 2 * model.layers  # per forward pass: attention output and MLP output
         self._activation_bytes = model.hidden * model.dtype_bytes  # one token's hidden state

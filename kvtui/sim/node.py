@@ -496,6 +496,7 @@ class Node:
         kv = self.kv
         bs = self.block_size
         now = self.env.now
+        late = self.latency.output_lag_steps * duration / done if done else 0.0  # when the client sees it
         finished: list[Request] = []
         handed: list[Request] = []
         prefill_tokens = 0
@@ -510,8 +511,8 @@ class Node:
                     continue
                 req.generated += 1
                 if req.first_token_at is None:
-                    req.first_token_at = now
-                    self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now - req.arrival)
+                    req.first_token_at = now + late
+                    self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now + late - req.arrival)
                 if req.generated >= req.output_tokens:
                     finished.append(req)
         for req in plan.decode:
@@ -529,7 +530,7 @@ class Node:
         for req in finished:
             self.running.remove(req)
             kv.free(req)
-            self._finish(req, "completed")
+            self._finish(req, "completed", late)
         for req in handed:
             self.running.remove(req)
             assert self.handoff is not None  # set on every node of a disaggregated run
@@ -564,15 +565,17 @@ class Node:
             needed_by=needed_by.id,
         )
 
-    def _finish(self, req: Request, outcome: str) -> None:
+    def _finish(self, req: Request, outcome: str, late: float = 0.0) -> None:
+        """`late`: how long after now the client sees the last token (the latency model's output lag)."""
         now = self.env.now
         req.finished_at = now
         if outcome == "completed":
             self.served += 1
             bs = self.block_size
             first = req.first_token_at
-            ttft = (first or now) - req.arrival
-            tpot = (now - first) / (req.output_tokens - 1) if req.output_tokens > 1 and first is not None else 0.0
+            end = now + late
+            ttft = (first or end) - req.arrival
+            tpot = (end - first) / (req.output_tokens - 1) if req.output_tokens > 1 and first is not None else 0.0
             full = req.prompt_tokens // bs
             hit = "exact" if full and req.hit_blocks >= full else ("prefix" if req.hit_blocks else "miss")
             self.bus.emit(
@@ -588,7 +591,7 @@ class Node:
                 hit=hit,
                 ttft=ttft,
                 tpot=tpot,
-                e2e=now - req.arrival,
+                e2e=end - req.arrival,
                 preemptions=req.preemptions,
                 slo_ttft=req.slo_ttft_s,
                 slo_tpot=req.slo_tpot_s,

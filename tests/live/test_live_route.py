@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from kvtui.cli import main
 from kvtui.live.delivery import Served, ingest
 from kvtui.live.engines import Engine
 from kvtui.live.proxy import RouteProxy
@@ -135,6 +136,10 @@ def test_route_mode_serves_routes_and_accounts_for_every_missed_block(tmp_path):
     assert summary_lines(replayed) == summary_lines(session.state)
     assert any(line.startswith("routed 60 requests") for line in summary_lines(replayed))
     assert all(isinstance(s, Served) for s in replayed.served)
+    assert all(s.prompt_tokens == len(t) and s.output_tokens == 2 for s, t in zip(replayed.served, work))
+    # the cluster watched is a report `kvtui calibrate` fits (its timings, lengths and hit rate)
+    assert main(["calibrate", str(tmp_path / "rec"), "--json", str(tmp_path / "acc.json")]) == 0
+    assert json.loads((tmp_path / "acc.json").read_text())["format"] == "kvtui-recording"
 
 
 def _wait(condition, seconds: float = 10.0) -> None:

@@ -7,7 +7,7 @@ decision depends on, and the engine hands it requests. It
   (the event transport; llm-d's indexer consumes vLLM's KV events over ZMQ), and optionally the
   approximate index of what it routed itself (`router.index.mode: approximate`);
 - builds one `NodeState` snapshot per node for the policy (policies never touch a node);
-- applies the routing overhead, then asks the policy, emits `RouteDecided` with every
+- applies the routing overhead (and the API server's per-request overhead), then asks the policy, emits `RouteDecided` with every
   candidate, the margin and any staleness, and hands the request to the node or rejects it;
 - holds requests while the control plane recovers (or rejects them, `while_down: reject`);
 - counts stale answers: for the chosen node it compares what the index said with what the
@@ -60,6 +60,7 @@ class Router:
         rng: np.random.Generator,
         block_size: int,
         on_finish: Callable[[Request, str], None],
+        api_overhead_s: float = 0.0,
     ):
         self.bus = bus
         self.env: loop.Environment = bus.env
@@ -76,7 +77,8 @@ class Router:
                            latency={n.name: n.latency for n in self.nodes})
         self.block_size = block_size
         self.on_finish = on_finish
-        self.overhead = cfg.routing_overhead_ms / 1000.0
+        # the router's own time, then the API server's (tokenising) before a scheduler sees it
+        self.overhead = cfg.routing_overhead_ms / 1000.0 + api_overhead_s
         self.delay = cfg.index.delay_ms / 1000.0
 
         weights = {"gpu": cfg.index.medium_weights.gpu, "cpu": cfg.index.medium_weights.cpu}
