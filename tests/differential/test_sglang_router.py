@@ -13,13 +13,28 @@ small alphabet along a few shared stems, so two prompts that part do so at a blo
 character: the gateway's character match is then kvtui's block match times `CHARS`, and its
 match rate (matched / prompt characters) is kvtui's (matched / prompt blocks).
 
-Size: `cases(300)` decisions per run (KVTUI_DIFF_SCALE); the agreement rate is printed.
+Evicting streams: the gateway runs its eviction thread every second (`--eviction-interval-secs
+1`, the least it takes) over a small `--max-tree-size`, with `--log-level debug` into a file;
+its thread logs "Cache eviction completed" after each pass, and sleeps at least a second
+(`PeriodicTask`: ten sleeps of 100 ms) before the next. So the stream runs in windows: seen
+pass k end, send and finish a few requests well inside that second, wait for pass k+1; kvtui's
+policy gets simulated time k at those decisions and an eviction interval of 1 s, so its pass
+falls between the same two decisions. A window whose request reached its worker too late to be
+sure it preceded the next pass restarts the stream on a fresh gateway (same seed). The
+gateway's global epoch counter has already been advanced by its worker registrations ("Initializing cache-aware policy
+with N workers": N root inserts each, racing), read from the same log, so kvtui's tree starts
+from the same epoch and re-stamps on the same matches (one in eight).
+
+Size: `cases(300)` decisions for the plain stream and `cases(60)` for the evicting ones
+(KVTUI_DIFF_SCALE); the agreement rates are printed.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -43,6 +58,11 @@ BLOCK_TOKENS = 16  # kvtui's block size for the same prompt (any value: rates ar
 ALPHABET = "abcdefghij"
 KNOBS = {"cache_threshold": 0.5, "balance_abs_threshold": 2, "balance_rel_threshold": 1.5}
 MAX_OUTSTANDING = 10
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+PASS_DONE = "Cache eviction completed"
+REGISTERED = re.compile(r"Initializing cache-aware policy with (\d+) workers")
+WINDOW_S = 0.5  # sends start only this long after a pass was seen to end ...
+SURE_S = 0.8  # ... and must have reached their worker by this: the next pass is >= 1 s after
 
 
 # ------------------------------------------------------------------------- fake workers
@@ -50,6 +70,7 @@ MAX_OUTSTANDING = 10
 class Held:
     worker: int
     release: threading.Event = field(default_factory=threading.Event)
+    at: float = field(default_factory=time.monotonic)  # when it reached the worker
 
 
 class FakeWorkers:
@@ -127,12 +148,12 @@ class GatewayExited(Exception):
     may have been taken in between: `free_port` cannot hold it for the child)."""
 
 
-def start_gateway(peer, urls: list[str], attempts: int = 3) -> tuple["Gateway", list[str]]:
+def start_gateway(peer, urls: list[str], attempts: int = 3, max_tree_size: int | None = None) -> tuple["Gateway", list[str]]:
     """A gateway with every worker registered, and their order; relaunched on a new port when
     one dies before it is ready (a CI run once waited the full minute on such a gateway)."""
     attempt = 1
     while True:
-        gw = Gateway(peer, urls)
+        gw = Gateway(peer, urls, max_tree_size)
         try:
             return gw, gw.wait_ready()
         except GatewayExited:
@@ -146,19 +167,27 @@ def start_gateway(peer, urls: list[str], attempts: int = 3) -> tuple["Gateway", 
 
 
 class Gateway:
-    """sglang-router's launcher in the peer's venv, cache_aware over the fake workers."""
+    """sglang-router's launcher in the peer's venv, cache_aware over the fake workers; eviction
+    off unless `max_tree_size` is given (then a pass every second, logged at debug level)."""
 
-    def __init__(self, peer, urls: list[str]) -> None:
+    def __init__(self, peer, urls: list[str], max_tree_size: int | None = None) -> None:
         self.port = free_port()
+        evicting = max_tree_size is not None
         args = [str(peer / "bin" / "python"), "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
                 "--port", str(self.port), "--policy", "cache_aware", "--worker-urls", *urls,
-                "--eviction-interval-secs", "100000", "--max-tree-size", str(2**26), "--log-level", "error",
-                "--disable-retries", "--disable-circuit-breaker"]
+                "--eviction-interval-secs", "1" if evicting else "100000",
+                "--max-tree-size", str(max_tree_size if evicting else 2**26),
+                "--log-level", "debug" if evicting else "error", "--disable-retries", "--disable-circuit-breaker"]
         for knob, value in KNOBS.items():
             args += [f"--{knob.replace('_', '-')}", str(value)]
-        self.log = tempfile.TemporaryFile()  # its stderr, read back if it exits before it is ready
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.log = tempfile.TemporaryFile()  # its output: read back for passes, or if it exits before it is ready
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.urls = urls
+
+    def logged(self) -> str:
+        """Everything it has logged so far, colour codes removed."""
+        size = os.fstat(self.log.fileno()).st_size
+        return ANSI.sub("", os.pread(self.log.fileno(), size, 0).decode(errors="replace"))
 
     def get(self, path: str) -> dict:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -176,8 +205,7 @@ class Gateway:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise GatewayExited(f"exit {self.proc.returncode}: {self.log.read().decode(errors='replace')[-2000:]}")
+                raise GatewayExited(f"exit {self.proc.returncode}: {self.logged()[-2000:]}")
             try:
                 ws = self.workers()
                 if len(ws) == len(self.urls) and all(w["is_healthy"] for w in ws):
@@ -243,45 +271,86 @@ def wait_for_load(gw: Gateway, want: dict[str, int], timeout: float = 10.0) -> d
         time.sleep(0.002)
 
 
-def run_pair(peer, decisions: int, seed: int, tie_break: str = "deterministic") -> tuple[int, int, list[str], dict]:
-    """Drive both routers with one stream; (agreeing picks, decisions, first disagreements, the
-    policy's counts of imbalanced / hit / miss decisions)."""
-    rng = np.random.default_rng(seed)
-    stems = ["".join(ALPHABET[int(i)] for i in rng.integers(len(ALPHABET), size=12)) for _ in range(3)]
-    workers = FakeWorkers(WORKERS)
-    gw, order = start_gateway(peer, workers.urls())
-    try:
-        policy = SGLangCacheAware(eviction_interval_s=0, max_tree_size=2**26, tie_break=tie_break, **KNOBS)
-        states = [state(u) for u in order]
-        ctx = Context(rng=np.random.default_rng(seed), block_size=BLOCK_TOKENS, sessions={})
-        outstanding: list[tuple[str, str, threading.Thread]] = []
-        agree, made, diffs = 0, 0, []
-        while made < decisions:
-            if outstanding and (len(outstanding) >= MAX_OUTSTANDING or rng.random() < 0.45):
-                rid, node, thread = outstanding.pop(int(rng.integers(len(outstanding))))
-                workers.arrived[rid].release.set()
-                thread.join(timeout=30)
+class Pair:
+    """One gateway and one kvtui policy fed the same sends and completions; both go on from the
+    gateway's picks. `now` is kvtui's simulated time at the next decision."""
+
+    def __init__(self, peer, workers: int, seed: int, tie_break: str = "deterministic", max_tree_chars: int | None = None) -> None:
+        self.workers = FakeWorkers(workers)
+        self.gw, self.order = start_gateway(peer, self.workers.urls(), max_tree_size=max_tree_chars)
+        evicting = max_tree_chars is not None
+        self.policy = SGLangCacheAware(
+            eviction_interval_s=1.0 if evicting else 0, tie_break=tie_break,
+            max_tree_size=max_tree_chars // CHARS if evicting else 2**26, **KNOBS,
+        )  # a tenant is over `max_tree_chars` characters when over its floor in blocks of CHARS
+        self.states = [state(u) for u in self.order]
+        self.ctx = Context(rng=np.random.default_rng(seed), block_size=BLOCK_TOKENS, sessions={})
+        self.outstanding: list[tuple[str, str, threading.Thread]] = []
+        self.agree, self.made, self.diffs = 0, 0, []
+        self.now = 0.0
+        self.last_arrival = 0.0
+        # the same stream to a policy that never evicts: the decisions eviction changed
+        self.shadow = SGLangCacheAware(eviction_interval_s=0, max_tree_size=2**26, **KNOBS) if evicting else None
+        self.changed = 0
+
+    def send(self, blocks: str) -> None:
+        self.made += 1
+        rid = f"r{self.made}"
+        req = Request(rid, f"s{self.made}", "g", 0, len(blocks) * BLOCK_TOKENS, 1, chained_keys(blocks))
+        self.ctx.now = self.now
+        ours = self.policy.decide(req, self.ctx, self.states)
+        thread = self.gw.send(rid, "".join(c * CHARS for c in blocks))
+        theirs = self.workers.urls()[self.workers.where(rid)]
+        self.last_arrival = self.workers.arrived[rid].at
+        self.policy.routed(req, theirs, self.states)
+        if self.shadow is not None:
+            self.changed += self.shadow.decide(req, self.ctx, self.states).node != ours.node
+            self.shadow.routed(req, theirs, self.states)
+        self.outstanding.append((rid, theirs, thread))
+        if ours.node == theirs:
+            self.agree += 1
+        elif len(self.diffs) < 5:
+            self.diffs.append(f"{rid} {blocks!r} at pass {self.now:g}: kvtui {ours.node} ({ours.reason}), gateway {theirs}")
+
+    def finish(self, index: int) -> None:
+        rid, node, thread = self.outstanding.pop(index)
+        self.workers.arrived[rid].release.set()
+        thread.join(timeout=30)
+        for policy in (self.policy, self.shadow):
+            if policy is not None:
                 policy.on_event(completed(rid, node))
-                want = {u: policy.load(u) for u in order}
-                got = wait_for_load(gw, want)
-                assert got == want, f"after {rid} finished the gateway's loads are {got}, kvtui's {want}"
-                continue
-            made += 1
-            rid, blocks = f"r{made}", prompt(rng, stems)
-            req = Request(rid, f"s{made}", "g", 0, len(blocks) * BLOCK_TOKENS, 1, chained_keys(blocks))
-            ours = policy.decide(req, ctx, states)
-            thread = gw.send(rid, "".join(c * CHARS for c in blocks))
-            theirs = workers.urls()[workers.where(rid)]
-            policy.routed(req, theirs, states)  # both go on from the gateway's pick
-            outstanding.append((rid, theirs, thread))
-            if ours.node == theirs:
-                agree += 1
-            elif len(diffs) < 5:
-                diffs.append(f"{rid} {blocks!r}: kvtui {ours.node} ({ours.reason}), gateway {theirs}")
-        return agree, made, diffs, policy.stats
+        want = {u: self.policy.load(u) for u in self.order}
+        got = wait_for_load(self.gw, want)
+        assert got == want, f"after {rid} finished the gateway's loads are {got}, kvtui's {want}"
+
+    def step(self, rng: np.random.Generator, stems: list[str]) -> None:
+        """A completion (of a random outstanding request) or a new send, as the stream draws."""
+        if self.outstanding and (len(self.outstanding) >= MAX_OUTSTANDING or rng.random() < 0.45):
+            self.finish(int(rng.integers(len(self.outstanding))))
+        else:
+            self.send(prompt(rng, stems))
+
+    def close(self) -> None:
+        self.workers.close()
+        self.gw.close()
+
+
+def stems_for(rng: np.random.Generator) -> list[str]:
+    return ["".join(ALPHABET[int(i)] for i in rng.integers(len(ALPHABET), size=12)) for _ in range(3)]
+
+
+def run_pair(peer, decisions: int, seed: int, tie_break: str = "deterministic") -> tuple[int, int, list[str], dict]:
+    """Drive both routers with one stream, eviction off; (agreeing picks, decisions, first
+    disagreements, the policy's counts of imbalanced / hit / miss decisions)."""
+    rng = np.random.default_rng(seed)
+    stems = stems_for(rng)
+    pair = Pair(peer, WORKERS, seed, tie_break)
+    try:
+        while pair.made < decisions:
+            pair.step(rng, stems)
+        return pair.agree, pair.made, pair.diffs, pair.policy.stats
     finally:
-        workers.close()
-        gw.close()
+        pair.close()
 
 
 def test_sglang_gateway_and_kvtui_pick_the_same_worker_every_time():
@@ -291,3 +360,125 @@ def test_sglang_gateway_and_kvtui_pick_the_same_worker_every_time():
     print(f"\nsglang_cache_aware vs sglang-router 0.3.2: {agree}/{made} picks agree ({100 * agree / made:.2f} %); {kinds}")
     assert min(kinds["imbalanced"], kinds["cache_hit"], kinds["cache_miss"]) > 0  # every branch was compared
     assert agree == made, "\n".join(diffs)
+
+
+# ------------------------------------------------------------------------- evicting streams
+class Unsure(Exception):
+    """A request reached its worker too close to the gateway's next pass to be sure which came first."""
+
+
+class Passes:
+    """The gateway's eviction passes and worker registrations, read from its debug log as it grows."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.gw, self.offset, self.done, self.registered = gw, 0, 0, 0
+        self.seen_at = time.monotonic()  # when `done` was last seen to grow
+
+    def poll(self) -> None:
+        fd = self.gw.log.fileno()
+        data = os.pread(fd, os.fstat(fd).st_size - self.offset, self.offset)
+        data = data[: data.rfind(b"\n") + 1]  # whole lines only
+        self.offset += len(data)
+        text = ANSI.sub("", data.decode(errors="replace"))
+        passes = text.count(PASS_DONE)
+        if passes:
+            self.done += passes
+            self.seen_at = time.monotonic()
+        self.registered += sum(int(n) for n in REGISTERED.findall(text))
+
+    def wait_next(self, timeout: float = 10.0) -> None:
+        """Until at least one more pass has ended."""
+        before, end = self.done, time.monotonic() + timeout
+        while self.done == before:
+            if time.monotonic() > end:
+                raise AssertionError(f"no eviction pass in {timeout:.0f} s")
+            time.sleep(0.003)
+            self.poll()
+
+
+def run_evicting(peer, decisions: int, seed: int, workers: int = 2, max_ops: int = 8) -> Pair:
+    """One evicting stream: windows between the gateway's passes (see the module's docstring)."""
+    rng = np.random.default_rng(seed)
+    stems = stems_for(rng)
+    max_blocks = int(rng.integers(2, 9))
+    pair = Pair(peer, workers, seed, max_tree_chars=max_blocks * CHARS + int(rng.integers(CHARS)))
+    try:
+        passes = Passes(pair.gw)
+        passes.wait_next()  # registrations are over well before the first pass over a tree
+        for policy in (pair.policy, pair.shadow):
+            policy.members[:] = pair.order  # registered together, as the log says ...
+            policy.tree.epoch = passes.registered  # ... with this many root inserts
+        while pair.made < decisions:
+            pair.now = float(passes.done)
+            for _ in range(int(rng.integers(0, max_ops + 1))):
+                if time.monotonic() - passes.seen_at > WINDOW_S or pair.made >= decisions:
+                    break
+                made = pair.made
+                pair.step(rng, stems)
+                if pair.made > made and pair.last_arrival - passes.seen_at > SURE_S:
+                    raise Unsure(f"r{pair.made} reached its worker {pair.last_arrival - passes.seen_at:.2f} s after a pass")
+            passes.wait_next()
+        return pair
+    finally:
+        pair.close()
+
+
+def evicting_streams(peer, decisions: int, per_stream: int = 30, attempts: int = 3) -> tuple[int, int, int, list[str], dict]:
+    """Streams of `per_stream` decisions until `decisions`; (agreeing picks, decisions, decisions
+    eviction changed, first disagreements, summed counts incl. blocks evicted)."""
+    agree = made = changed = 0
+    diffs: list[str] = []
+    kinds: dict[str, int] = {}
+    seed = 31_000
+    while made < decisions:
+        seed += 1
+        for attempt in range(1, attempts + 1):
+            try:
+                pair = run_evicting(peer, min(per_stream, decisions - made), seed)
+                break
+            except Unsure:
+                if attempt == attempts:
+                    raise
+        agree, made, changed = agree + pair.agree, made + pair.made, changed + pair.changed
+        diffs += [f"seed {seed}: {d}" for d in pair.diffs][: 5 - len(diffs)]
+        counts = {**pair.policy.stats, "evicted_blocks": pair.policy.tree.evicted_blocks,
+                  "ambiguous_evictions": pair.policy.tree.ambiguous_evictions}
+        kinds = {k: kinds.get(k, 0) + v for k, v in counts.items()}
+    return agree, made, changed, diffs, kinds
+
+
+def test_sglang_gateway_and_kvtui_evict_alike():
+    """Small trees, a pass every second: kvtui's node-granular pass over 0.3.2's epochs keeps
+    every pick the gateway's, and eviction did change picks (else this would test nothing)."""
+    peer = require("sglang")
+    agree, made, changed, diffs, kinds = evicting_streams(peer, cases(60))
+    print(f"\nevicting: sglang_cache_aware vs sglang-router 0.3.2: {agree}/{made} picks agree "
+          f"({100 * agree / made:.2f} %); {changed} decisions differ from a never-evicting tree; {kinds}")
+    assert kinds["evicted_blocks"] > 0 and changed > 0 and kinds["ambiguous_evictions"] == 0
+    assert min(kinds["imbalanced"], kinds["cache_hit"], kinds["cache_miss"]) > 0
+    assert agree == made, "\n".join(diffs)
+
+
+def test_sglang_gateway_drops_the_whole_run_and_sends_the_repeat_to_the_idle_worker():
+    """Issue 31's smallest case on the real gateway: two workers, max tree size 10 characters,
+    the same 16 characters (two blocks of 8) sent twice with one pass between, the first still
+    in flight: the gateway and kvtui both send the repeat to the idle worker."""
+    peer = require("sglang")
+    pair = Pair(peer, 2, seed=0, max_tree_chars=10)
+    try:
+        passes = Passes(pair.gw)
+        passes.wait_next()
+        for policy in (pair.policy, pair.shadow):
+            policy.members[:] = pair.order
+            policy.tree.epoch = passes.registered
+        pair.now = float(passes.done)
+        pair.send("ab")
+        passes.wait_next()
+        pair.now = float(passes.done)
+        pair.send("ab")
+        first, second = (rid_node for _rid, rid_node, _t in pair.outstanding)
+        assert pair.agree == 2, "\n".join(pair.diffs)
+        assert first != second and pair.policy.tree.size(first) == 0 and pair.policy.tree.size(second) == 2
+        assert pair.changed == 1  # a tree that never evicts would have matched 2/2 blocks on the busy worker
+    finally:
+        pair.close()

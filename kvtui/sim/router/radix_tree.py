@@ -1,123 +1,191 @@
 """SGLang's approximate multi-tenant radix tree, over block keys instead of characters.
 
-After sgl-project/sglang sgl-router/src/policies/tree.rs as sglang-router 0.2.3 ships it
-(`Tree`; from 0.2.4 the file is sgl-model-gateway/src/policies/tree.rs, which through 0.3.0
-does what follows but for `get_smallest_tenant`, gone): one tree shared by every worker
-("tenant"); each node records, per tenant, when that tenant last touched it
-(`tenant_last_access_time`), and the tree keeps each tenant's size (`tenant_char_count`). What
-it does, and what this class does alike:
+After the gateway the differential suite runs, sglang-router 0.3.2 (`Tree` in
+src/policies/tree.rs of the sgl-model-gateway sources, release commit "[smg] release 0.3.2",
+lightseekorg/smg c7f9bf9f5): one tree shared by every worker ("tenant"); a node holds a run of
+the request (path-compressed: one node per run, split where two requests part), the tenants
+that hold it with a stamp each (`tenant_last_access_time`), and a cached tenant
+(`last_tenant`); the tree keeps each tenant's size (`tenant_char_count`).
 
-- `insert(text, tenant)`: walk the request from the root, creating what is missing, and stamp
-  every node on the path with the tenant and the current time; a node the tenant did not hold
-  yet adds its length to the tenant's size.
-- `prefix_match(text)`: walk as deep as the text matches anything in the tree, whoever holds it;
-  take a tenant of the deepest node reached (upstream: the first key of a hash map, i.e. any
-  one; here the caller's choice: the first stamped there, or a draw from the seeded RNG),
-  re-stamp that tenant along the path to the root and return the matched length. A tenant is
-  on every ancestor of a node it is on (insert stamps whole paths, eviction only removes
-  leaves), so the matched length is that tenant's.
-- `evict_tenant_by_size(max_size)`: collect, for every tenant, its leaves (nodes it holds
-  where none of the children is its) into a min-heap by last access time; pop the oldest; if
-  that tenant is still over `max_size`, drop it from the node (and the node, once nobody holds
-  it and it has no children), and push the parent if it has just become a leaf of that tenant.
-  Afterwards no tenant holds more than `max_size` (tested).
-- `remove_tenant(tenant)`: forget a worker that went away; `get_smallest_tenant`: the tenant
-  with the smallest size.
+Stamps are a counter (`EPOCH_COUNTER`, one number per call, from 0), never a clock:
+
+- `insert(keys, tenant)`: walk from the root; a node the walk passes through and the tenant did
+  not hold yet gets the tenant with stamp 0 (and adds its length to the tenant's size); a node
+  split where the request parts copies the stamps and the cached tenant of the node it splits;
+  what is left of the request becomes a new leaf stamped with the next epoch and cached to the
+  tenant; if nothing is left, the node the walk ended on is stamped with the next epoch.
+  `register(tenants)` is the gateway's `insert("", url)` for every worker of the model, run
+  whenever a worker joins or leaves (`init_cache_aware_policy`): one epoch each, on the root.
+- `prefix_match(keys)`: walk as deep as the keys match anything in the tree, whoever holds it
+  (a run matched in part ends the walk on that node); take the node's cached tenant, or, if that
+  tenant no longer holds the node, another holder (upstream: the first of a hash map, an order
+  that changes from process to process; here the first to have joined the node, or a draw) and
+  cache it; take the next epoch, and when it is a multiple of 8 stamp that tenant on that node
+  only (the gateway's "1 in 8" touch). The matched length counts every matched key.
+- `evict(max_size)`: a min-heap of (stamp, tenant, node) over every node and each tenant it is
+  a leaf of (holds it, no child holds it); pop the oldest; skip it if the tenant is no longer
+  over `max_size` or the node is no longer its leaf; else the tenant leaves the WHOLE node (its
+  size drops by the node's length), the node goes once nobody holds it and it has no children,
+  and the parent is pushed if it has just become a leaf of that tenant. The gateway's heap
+  orders equal stamps arbitrarily; here by push order, and `ambiguous_evictions` counts the
+  passes where that choice decided which of two equal-stamped leaves of one tenant survived.
+- `remove_tenant(tenant)`: forget a worker that went away (its leaves upward).
 
 Differences, on purpose: SGLang stores raw request text and counts characters; the simulator's
 requests carry the chained keys of their full prompt blocks (`block_keys[: prompt //
-block_size]`), so one node here is one block and sizes count blocks. Nodes are not
-path-compressed (a radix tree's compression does not change what matches; it only makes
-eviction remove several characters at a time, where this removes one block at a time).
-Time is simulated seconds (the caller's `ctx.now`), never the wall clock; equal stamps are
-ordered by a monotonic counter so that eviction is deterministic.
+block_size]`), so a run here is a run of blocks and sizes count blocks. The walk may skip
+tenants the caller does not allow (`allowed`: nodes that would refuse the request now), which
+the gateway does not do.
 
-sglang-router 0.3.2 (the gateway tests/differential runs) stamps differently, and this class
-does not follow it: stamps are a global counter, `insert` stamps only the last node of the path
-(a node it merely adds the tenant to gets 0), and `prefix_match` takes the node's cached tenant
-(at first the one that created it) and re-stamps only that node, on one match in eight. Only
-the order of eviction depends on the stamps.
+sglang-router 0.2.3 (sgl-router/src/policies/tree.rs, what this class followed before) stamped
+wall-clock time on the whole path at every insert and match and kept one node per character
+run the same way; its eviction is the same node-granular pass.
 """
 
 from __future__ import annotations
 
 import heapq
-from typing import Iterable, Sequence
+from collections import Counter
+from typing import Callable, Iterable, Sequence
+
+TOUCH_EVERY = 8  # prefix_match re-stamps when the epoch is a multiple of this (`epoch & 0x7 == 0`)
 
 
 class _Node:
-    __slots__ = ("key", "parent", "children", "tenants")
+    __slots__ = ("keys", "parent", "children", "stamps", "cached")
 
-    def __init__(self, key: int | None, parent: "_Node | None") -> None:
-        self.key = key
+    def __init__(self, keys: tuple[int, ...], parent: "_Node | None") -> None:
+        self.keys = keys
         self.parent = parent
-        self.children: dict[int, _Node] = {}
-        self.tenants: dict[str, tuple[float, int]] = {}  # tenant -> (last access time, tie order)
+        self.children: dict[int, _Node] = {}  # first key of the child's run -> child
+        self.stamps: dict[str, int] = {}  # tenant -> last access epoch; insertion order = order joined
+        self.cached: str | None = None  # the gateway's `last_tenant`
+
+
+def _shared(keys: Sequence[int], start: int, run: tuple[int, ...]) -> int:
+    """How many keys of `run` match `keys[start:]` from its start."""
+    n = 0
+    limit = min(len(run), len(keys) - start)
+    while n < limit and keys[start + n] == run[n]:
+        n += 1
+    return n
+
+
+class Match:
+    """What `prefix_match` found: matched keys, the tenant it took (None when nothing matched),
+    and how many tenants that tenant was chosen among (1 unless the cache was stale)."""
+
+    __slots__ = ("depth", "tenant", "among")
+
+    def __init__(self, depth: int, tenant: str | None, among: int) -> None:
+        self.depth, self.tenant, self.among = depth, tenant, among
 
 
 class RadixTree:
     def __init__(self) -> None:
-        self.root = _Node(None, None)
+        self.root = _Node((), None)
         self.sizes: dict[str, int] = {}
-        self._tick = 0
+        self.epoch = 0  # the next epoch to hand out
         self.evicted_blocks = 0
+        self.ambiguous_evictions = 0
 
-    # ------------------------------------------------------------------ helpers
-    def _stamp(self, now: float) -> tuple[float, int]:
-        self._tick += 1
-        return (now, self._tick)
+    def _next_epoch(self) -> int:
+        e = self.epoch
+        self.epoch += 1
+        return e
 
-    def add_tenant(self, tenant: str) -> None:
-        """A worker joins with an empty tree (upstream: `insert("", url)`)."""
-        self.sizes.setdefault(tenant, 0)
+    # ------------------------------------------------------------------ membership
+    def register(self, tenants: Iterable[str]) -> None:
+        """The gateway re-initialises the tree with every worker of the model on each join or
+        leave: `insert("", url)` for each, one epoch apiece, stamped on the root."""
+        for t in tenants:
+            self.insert((), t)
 
     def size(self, tenant: str) -> int:
         return self.sizes.get(tenant, 0)
 
     # ------------------------------------------------------------------ insert / match
-    def insert(self, keys: Sequence[int], tenant: str, now: float) -> None:
-        stamp = self._stamp(now)
-        added = self.sizes.get(tenant, 0)
-        node = self.root
-        for k in keys:
-            child = node.children.get(k)
+    def insert(self, keys: Sequence[int], tenant: str) -> None:
+        self.root.stamps.setdefault(tenant, 0)
+        self.sizes.setdefault(tenant, 0)
+        node, i = self.root, 0
+        while i < len(keys):
+            child = node.children.get(keys[i])
             if child is None:
-                child = _Node(k, node)
-                node.children[k] = child
-            if tenant not in child.tenants:
-                added += 1
-            child.tenants[tenant] = stamp
-            node = child
-        self.sizes[tenant] = added
-
-    def match(self, keys: Sequence[int], allowed: Iterable[str] | None = None) -> tuple[int, list[str]]:
-        """How many leading keys the tree holds (for a tenant in `allowed`), and the tenants of the
-        deepest node reached, in the order they were first stamped there. Touches nothing."""
-        allow = None if allowed is None else set(allowed)
-        node = self.root
-        depth = 0
-        for k in keys:
-            child = node.children.get(k)
-            if child is None:
-                break
-            if allow is not None and not any(t in allow for t in child.tenants):
-                break
-            node = child
-            depth += 1
-        if depth == 0:
-            return 0, []
-        tenants = [t for t in node.tenants if allow is None or t in allow]
-        return depth, tenants
-
-    def touch(self, keys: Sequence[int], depth: int, tenant: str, now: float) -> None:
-        """Re-stamp `tenant` on the first `depth` nodes of `keys` (prefix_match's LRU touch)."""
-        stamp = self._stamp(now)
-        node = self.root
-        for k in keys[:depth]:
-            node = node.children.get(k)
-            if node is None or tenant not in node.tenants:
+                leaf = _Node(tuple(keys[i:]), node)
+                leaf.cached = tenant
+                leaf.stamps[tenant] = self._next_epoch()
+                self.sizes[tenant] += len(leaf.keys)
+                node.children[keys[i]] = leaf
                 return
-            node.tenants[tenant] = stamp
+            n = _shared(keys, i, child.keys)
+            if n < len(child.keys):
+                child = self._split(node, child, n)
+            if tenant not in child.stamps:
+                self.sizes[tenant] += len(child.keys)
+                child.stamps[tenant] = 0
+            node, i = child, i + n
+        node.stamps[tenant] = self._next_epoch()
+
+    @staticmethod
+    def _split(parent: _Node, child: _Node, n: int) -> _Node:
+        """Cut `child`'s run after `n` keys; the new upper node copies its stamps and cache."""
+        top = _Node(child.keys[:n], parent)
+        top.stamps = dict(child.stamps)
+        top.cached = child.cached
+        parent.children[child.keys[0]] = top
+        child.keys = child.keys[n:]
+        child.parent = top
+        top.children[child.keys[0]] = child
+        return top
+
+    def _walk(self, keys: Sequence[int], allow: set[str] | None) -> tuple[_Node, int]:
+        """The deepest node the keys reach (a partly matched run ends the walk) and the keys matched."""
+        node, i = self.root, 0
+        while i < len(keys):
+            child = node.children.get(keys[i])
+            if child is None or (allow is not None and allow.isdisjoint(child.stamps)):
+                break
+            n = _shared(keys, i, child.keys)
+            node, i = child, i + n
+            if n < len(child.keys):
+                break
+        return node, i
+
+    def prefix_match(
+        self, keys: Sequence[int], allowed: Iterable[str] | None = None,
+        draw: Callable[[list[str]], str] | None = None,
+    ) -> Match:
+        """The gateway's `prefix_match_with_counts`: matched keys and the deepest node's tenant,
+        with its side effects (the cache refreshed when stale, one epoch taken, the 1-in-8 touch).
+        `draw` picks among the node's tenants instead of the cache (tie_break: random)."""
+        allow = None if allowed is None else set(allowed)
+        node, depth = self._walk(keys, allow)
+        tenant, among = self._tenant_of(node, allow, draw) if node is not self.root else (None, 0)
+        epoch = self._next_epoch()
+        if tenant is not None and epoch % TOUCH_EVERY == 0:
+            node.stamps[tenant] = epoch
+        return Match(depth, tenant, among)
+
+    @staticmethod
+    def _tenant_of(node: _Node, allow: set[str] | None, draw) -> tuple[str | None, int]:
+        """The cached tenant, refreshed from the node's holders when it left the node (a choice
+        among them all: the gateway takes the first of a hash map); `among` counts that choice."""
+        holders = [t for t in node.stamps if allow is None or t in allow]
+        if not holders:
+            return None, 0
+        if draw is not None:
+            return draw(holders), len(holders)
+        among = 1
+        if node.cached not in node.stamps:
+            node.cached, among = next(iter(node.stamps)), len(node.stamps)
+        if allow is None or node.cached in allow:
+            return node.cached, among
+        return holders[0], len(holders)  # kvtui's filter: the cached tenant would refuse it now
+
+    def match_depth(self, keys: Sequence[int], tenant: str) -> int:
+        """Keys of `keys` that `tenant` holds from the root (no side effects; for display)."""
+        return self._walk(keys, {tenant})[1]
 
     def keys_of(self, tenant: str) -> int:
         """Blocks `tenant` holds, counted by walking the tree (the check on `sizes`)."""
@@ -125,53 +193,69 @@ class RadixTree:
         stack = list(self.root.children.values())
         while stack:
             node = stack.pop()
-            if tenant in node.tenants:
-                n += 1
+            if tenant in node.stamps:
+                n += len(node.keys)
+            stack.extend(node.children.values())
+        return n
+
+    def node_count(self) -> int:
+        n, stack = 0, list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            n += 1
             stack.extend(node.children.values())
         return n
 
     # ------------------------------------------------------------------ eviction
     @staticmethod
     def _is_leaf_of(node: _Node, tenant: str) -> bool:
-        return tenant in node.tenants and not any(tenant in c.tenants for c in node.children.values())
+        return tenant in node.stamps and not any(tenant in c.stamps for c in node.children.values())
 
     def _drop(self, node: _Node, tenant: str) -> None:
-        del node.tenants[tenant]
-        self.sizes[tenant] = self.sizes.get(tenant, 1) - 1
-        self.evicted_blocks += 1
+        del node.stamps[tenant]
+        self.sizes[tenant] = max(self.sizes.get(tenant, 0) - len(node.keys), 0)
+        self.evicted_blocks += len(node.keys)
         parent = node.parent
-        if not node.tenants and not node.children and parent is not None:
-            del parent.children[node.key]  # type: ignore[arg-type]
+        if not node.stamps and not node.children and parent is not None:
+            del parent.children[node.keys[0]]
 
-    def evict(self, max_size: int) -> int:
-        """LRU-evict leaves of every tenant over `max_size` until none is; returns blocks dropped."""
-        if all(v <= max_size for v in self.sizes.values()):
-            return 0
-        over = {t for t, v in self.sizes.items() if v > max_size}
-        heap: list[tuple[float, int, int, str, _Node]] = []
-        order = 0
-        stack = list(self.root.children.values())
+    def _leaves(self) -> list[tuple[int, int, str, _Node]]:
+        """Every (stamp, order, tenant, node) where node is a leaf of tenant, root included."""
+        out: list[tuple[int, int, str, _Node]] = []
+        stack = [self.root]
         while stack:
             node = stack.pop()
             stack.extend(node.children.values())
-            for t, (when, tick) in node.tenants.items():
-                if t in over and self._is_leaf_of(node, t):
-                    order += 1
-                    heap.append((when, tick, order, t, node))
+            for t, stamp in node.stamps.items():
+                if self._is_leaf_of(node, t):
+                    out.append((stamp, len(out), t, node))
+        return out
+
+    def evict(self, max_size: int) -> int:
+        """One eviction pass (`evict_tenant_by_size`); returns the blocks dropped."""
+        if all(v <= max_size for v in self.sizes.values()):
+            return 0
+        heap = self._leaves()
+        order = len(heap)
         heapq.heapify(heap)
+        pending = Counter((t, stamp) for stamp, _o, t, _n in heap)
         before = self.evicted_blocks
+        rivals: list[tuple[str, _Node]] = []
         while heap:
-            _when, _tick, _o, t, node = heapq.heappop(heap)
-            if self.sizes.get(t, 0) <= max_size:
+            stamp, _o, t, node = heapq.heappop(heap)
+            pending[(t, stamp)] -= 1
+            if self.sizes.get(t, 0) <= max_size or not self._is_leaf_of(node, t):
                 continue
-            if t not in node.tenants:
-                continue
+            if pending[(t, stamp)]:  # an equal stamp of the same tenant waits: the heap's choice
+                rivals += [(t, m) for s, _, u, m in heap if s == stamp and u == t]
             self._drop(node, t)
             parent = node.parent
-            if parent is not None and parent is not self.root and self._is_leaf_of(parent, t):
-                when, tick = parent.tenants[t]
+            if parent is not None and self._is_leaf_of(parent, t):
+                heapq.heappush(heap, (parent.stamps[t], order, t, parent))
+                pending[(t, parent.stamps[t])] += 1
                 order += 1
-                heapq.heappush(heap, (when, tick, order, t, parent))
+        if any(self._is_leaf_of(m, t) for t, m in rivals):
+            self.ambiguous_evictions += 1
         return self.evicted_blocks - before
 
     def remove_tenant(self, tenant: str) -> None:
@@ -183,9 +267,7 @@ class RadixTree:
             post.append(node)
             stack.extend(node.children.values())
         for node in reversed(post):  # children before parents
-            if node is self.root:
-                continue
-            node.tenants.pop(tenant, None)
-            if not node.tenants and not node.children and node.parent is not None:
-                del node.parent.children[node.key]  # type: ignore[arg-type]
+            node.stamps.pop(tenant, None)
+            if node is not self.root and not node.stamps and not node.children:
+                del node.parent.children[node.keys[0]]  # type: ignore[union-attr]
         self.sizes.pop(tenant, None)

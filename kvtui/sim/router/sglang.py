@@ -15,15 +15,23 @@ select_worker`; formerly sgl-router/src/policies/cache_aware.rs) and tree.rs (se
    the request is still inserted into that worker's tree.
 3. Otherwise match the request against the approximate tree (built only from what the router
    itself sent, never from KV events): match rate = matched / request length. If it is above
-   `cache_threshold`, the matched tenant; else, in the current gateway, the least-loaded healthy
-   worker (`min_by_key(load)`: inside `select_worker` in sglang-router 0.3.2, the version the
-   differential suite runs; later split into `select_worker_with_text` / `_with_tokens`), or,
-   with `fallback: smallest_tree`, the tenant with the smallest tree (`tree.get_smallest_tenant()`,
-   what sgl-router did before the gateway). The chosen worker's tree gets the request.
+   `cache_threshold`, the deepest matched node's cached tenant (see `radix_tree`); else, in the
+   current gateway, the least-loaded healthy worker (`min_by_key(load)`: inside
+   `select_worker` in sglang-router 0.3.2, the version the differential suite runs; later split
+   into `select_worker_with_text` / `_with_tokens`), or, with `fallback: smallest_tree`, the
+   tenant with the smallest tree (`tree.get_smallest_tenant()`, what sgl-router did before the
+   gateway). The chosen worker's tree gets the request. The match happens only on this
+   balanced path, and it is what takes an epoch and may re-stamp (the 1-in-8 touch); the
+   imbalanced path only inserts. Workers join the tree as the gateway registers them (each
+   join or leave re-inserts "" for every worker: epochs on the root).
 4. A background thread runs `tree.evict_tenant_by_size(max_tree_size)` every
-   `eviction_interval_secs`; here the pass runs at the first decision at or after each multiple
-   of `eviction_interval_s` of simulated time (the tree is only read at decisions, so that is
-   the same thing), never on the wall clock.
+   `eviction_interval_secs` (`PeriodicTask`: it sleeps the interval, then runs a pass); here
+   the pass runs at the first decision at or after each multiple of `eviction_interval_s` of
+   simulated time, before that decision's match, never on the wall clock. The tree changes only
+   at decisions and placements, and a pass leaves every tenant at or under the bound, so passes
+   that fell due together with no decision between are one pass. The pass drops whole nodes
+   (runs) of the least recently stamped leaves per tenant (sglang-router 0.3.2's epochs, see
+   `radix_tree`); the differential suite checks it with eviction passes between decisions.
 
 Defaults are the gateway CLI's (main.rs: cache_threshold 0.3, balance_abs_threshold 64,
 balance_rel_threshold 1.5, eviction_interval 120 s, max_tree_size 2^26 characters; the library's
@@ -39,11 +47,14 @@ tokens a block).
 Ties (`tie_break`), checked against the real gateway (sglang-router 0.3.2 over fake workers on
 loopback, tests/differential/test_sglang_router.py): by default as the gateway breaks them —
 `min_by_key` returns the first least-loaded worker in its list (here: cluster order), and on a
-tree hit the tenant that first cached the matched text (the first tenant stamped on the
-deepest matched node); `tie_break: random` draws among the tied instead, from the seeded RNG
-(what kvtui did before; 88.6 % of its picks matched the gateway's). Nodes that would refuse the
-request now are left out of the match, as SGLang leaves out unhealthy workers; the tree is
-updated in `routed`, after admission, rather than inside the selection.
+tree hit the node's cached tenant (the one that created the run, or the one it fell back to
+once that tenant was evicted from it), which is no tie; only that fallback, when several
+tenants still hold the node, is one (the gateway takes the first of a per-process hash map;
+here the first to join the node). `tie_break: random` draws among the tenants of the deepest
+matched node instead, and among the least loaded, from the seeded RNG (what kvtui did before;
+88.6 % of its picks matched the gateway's). Nodes that would refuse the request now are left
+out of the match, as SGLang leaves out unhealthy workers; the tree is updated in `routed`,
+after admission, rather than inside the selection.
 """
 
 from __future__ import annotations
@@ -56,6 +67,9 @@ from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.radix_tree import RadixTree
 from kvtui.sim.router.state import FIRST_IN_ORDER, RNG_DRAW, Decision, NodeState, candidates, pick_best, tie_note, tie_text
+
+
+STALE_CACHE = "the first to join the node (the gateway: the first of a hash map)"
 
 
 class SGLangCacheAware(Policy):
@@ -86,7 +100,7 @@ class SGLangCacheAware(Policy):
         self.next_eviction = eviction_interval_s
         self.stats = {"imbalanced": 0, "cache_hit": 0, "cache_miss": 0, "evictions": 0}
         self._block_size = 16  # from the last decision's context (routed gets none)
-        self._now = 0.0
+        self.members: list[str] = []  # workers registered in the tree, in the order they joined
 
     @classmethod
     def from_config(cls, cfg: RouterConfig) -> "SGLangCacheAware":
@@ -127,7 +141,7 @@ class SGLangCacheAware(Policy):
         self.inflight.setdefault(node, set()).add(req.id)
         self.where[req.id] = node
         bs = self._block_size
-        self.tree.insert(req.block_keys[: req.prompt_tokens // bs], node, self._now)
+        self.tree.insert(req.block_keys[: req.prompt_tokens // bs], node)
 
     def _finish(self, request: str) -> None:
         node = self.where.pop(request, None)
@@ -142,25 +156,31 @@ class SGLangCacheAware(Policy):
             for r in self.inflight.pop(ev.node, set()):
                 self.where.pop(r, None)
             self.tree.remove_tenant(ev.node)  # remove_worker -> tree.remove_tenant
+            if ev.node in self.members:
+                self.members.remove(ev.node)
+                self.tree.register(self.members)  # the remaining workers re-initialised
         elif isinstance(ev, NodeUp):
             self.down.discard(ev.node)
-            self.tree.add_tenant(ev.node)
 
     # ------------------------------------------------------------------ the decision
-    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
-        self._block_size, self._now = ctx.block_size, ctx.now
+    def _register(self, states: Sequence[NodeState]) -> None:
+        """Workers join the gateway's tree one at a time at first sight, each join re-running
+        `insert("", url)` for every worker registered so far (`init_cache_aware_policy`)."""
         for s in states:
-            if s.name not in self.down:
-                self.tree.add_tenant(s.name)
+            if s.name not in self.down and s.name not in self.members:
+                self.members.append(s.name)
+                self.tree.register(self.members)
+
+    def choose(self, req: Request, ctx: Context, states: Sequence[NodeState], ok: list[NodeState]) -> Decision:
+        self._block_size = ctx.block_size
+        self._register(states)
         self.maybe_evict(ctx.now)
 
         keys = req.block_keys[: req.prompt_tokens // ctx.block_size]
         loads = {s.name: self.load(s.name) for s in states}
         known = [loads[s.name] for s in states if s.name not in self.down]
         lo, hi = (min(known), max(known)) if known else (0, 0)
-        depth, tenants = self.tree.match(keys, [s.name for s in ok])
-        rate = depth / len(keys) if keys else 0.0
-        depth_of = {s.name: self.tree.match(keys, [s.name])[0] for s in ok}
+        depth_of = {s.name: self.tree.match_depth(keys, s.name) for s in ok}
 
         def extra(s: NodeState):
             return (("load", float(loads[s.name])), ("match", float(depth_of[s.name])), ("tree", float(self.tree.size(s.name))))
@@ -168,7 +188,7 @@ class SGLangCacheAware(Policy):
         def least_loaded() -> tuple[NodeState, float, int]:
             return pick_best(ok, lambda s: -loads[s.name], ctx.rng, self.first)
 
-        if self.is_imbalanced(known):
+        if self.is_imbalanced(known):  # the gateway inserts but does not match here
             self.stats["imbalanced"] += 1
             pick, margin, tied = least_loaded()
             scores = {s.name: -float(loads[s.name]) for s in ok}
@@ -178,10 +198,13 @@ class SGLangCacheAware(Policy):
             )
             return self._decision(pick.name, reason, tied, candidates(states, scores, extra), margin)
 
-        if rate > self.cache_threshold and tenants:
+        draw = None if self.first else (lambda names: names[int(ctx.rng.integers(len(names)))])
+        found = self.tree.prefix_match(keys, [s.name for s in ok], draw)
+        depth = found.depth
+        rate = depth / len(keys) if keys else 0.0
+        if rate > self.cache_threshold and found.tenant is not None:
             self.stats["cache_hit"] += 1
-            name = self._matched_tenant(tenants, ctx)
-            self.tree.touch(keys, depth, name, ctx.now)
+            name = found.tenant
             scores = {s.name: float(depth_of[s.name]) for s in ok}
             others = [v for n, v in scores.items() if n != name]
             margin = float(depth - max(others)) if others else 0.0
@@ -189,12 +212,10 @@ class SGLangCacheAware(Policy):
                 f"{name}: tree match {depth}/{len(keys)} blocks = {rate:.2f} > {self.cache_threshold:g} "
                 f"(load {loads[name]}, balanced: max {hi} - min {lo})"
             )
-            how = "the first to cache the matched blocks" if self.first else RNG_DRAW
-            return self._decision(name, reason, len(tenants), candidates(states, scores, extra), margin, how)
+            how = STALE_CACHE if self.first else RNG_DRAW
+            return self._decision(name, reason, found.among, candidates(states, scores, extra), margin, how)
 
         self.stats["cache_miss"] += 1
-        if tenants:
-            self.tree.touch(keys, depth, tenants[0], ctx.now)
         if self.fallback == "smallest_tree":
             pick, margin, tied = pick_best(ok, lambda s: -self.tree.size(s.name), ctx.rng, self.first)
             scores = {s.name: -float(self.tree.size(s.name)) for s in ok}
@@ -205,12 +226,6 @@ class SGLangCacheAware(Policy):
             how = f"least loaded {loads[pick.name]}"
         reason = f"{pick.name}: tree match {depth}/{len(keys)} = {rate:.2f} <= {self.cache_threshold:g}, {how}"
         return self._decision(pick.name, reason, tied, candidates(states, scores, extra), margin)
-
-    def _matched_tenant(self, tenants: list[str], ctx: Context) -> str:
-        """Of the tenants on the deepest matched node: the first to cache it, or one drawn."""
-        if self.first or len(tenants) == 1:
-            return tenants[0]
-        return tenants[int(ctx.rng.integers(len(tenants)))]
 
     def _decision(self, node: str, reason: str, tied: int, cands, margin: float, how: str = "") -> Decision:
         how = how or self.how

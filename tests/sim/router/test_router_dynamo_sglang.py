@@ -213,7 +213,7 @@ def test_sglang_imbalance_fires_exactly_at_its_thresholds(lo, hi, imbalanced):
     assert p.is_imbalanced([lo, hi]) is imbalanced
     loaded(p, {"a": hi, "b": lo, "c": hi})
     keys = [1, 2, 3, 4]
-    p.tree.insert(keys, "a", 0.0)  # a full tree match on a, the busiest node
+    p.tree.insert(keys, "a")  # a full tree match on a, the busiest node
     d = p.decide(req("r", keys), ctx(), [ns("a"), ns("b"), ns("c")])
     if imbalanced:
         assert d.node == "b" and "imbalanced" in d.reason
@@ -227,18 +227,18 @@ def test_sglang_cache_threshold_and_fallbacks():
 
     p = SGLangCacheAware()
     loaded(p, {"a": 5, "b": 1, "c": 3})
-    p.tree.insert(keys[:3], "a", 0.0)
+    p.tree.insert(keys[:3], "a")
     d = p.decide(req("r", keys), ctx(), states)  # 3/10 = 0.3, not > 0.3
     assert d.node == "b" and "least loaded 1" in d.reason
-    p.tree.insert(keys[:4], "a", 1.0)
+    p.tree.insert(keys[:4], "a")
     d = p.decide(req("r", keys), ctx(), states)  # 4/10 > 0.3: the match wins over load
     assert d.node == "a" and "4/10" in d.reason and feats(d, "a")["match"] == 4.0
 
     old = SGLangCacheAware(fallback="smallest_tree")
     loaded(old, {"a": 0, "b": 9, "c": 9})
-    old.tree.insert([50, 51, 52], "a", 0.0)
-    old.tree.insert([60, 61], "c", 0.0)
-    old.tree.insert([70], "b", 0.0)
+    old.tree.insert([50, 51, 52], "a")
+    old.tree.insert([60, 61], "c")
+    old.tree.insert([70], "b")
     d = old.decide(req("r", keys), ctx(), states)
     assert d.node == "b" and "smallest tree 1" in d.reason
 
@@ -246,14 +246,14 @@ def test_sglang_cache_threshold_and_fallbacks():
 def test_sglang_ineligible_nodes_are_not_matched_and_ties_are_seeded():
     keys = [1, 2, 3, 4]
     p = SGLangCacheAware()
-    p.tree.insert(keys, "a", 0.0)
-    p.tree.insert(keys[:3], "b", 0.0)
+    p.tree.insert(keys, "a")
+    p.tree.insert(keys[:3], "b")
     d = p.decide(req("r", keys), ctx(), [ns("a", problem="queue full"), ns("b"), ns("c")])
     assert d.node == "b" and "3/4" in d.reason
 
     q = SGLangCacheAware(tie_break="random")
-    q.tree.insert(keys, "a", 0.0)
-    q.tree.insert(keys, "b", 0.0)
+    q.tree.insert(keys, "a")
+    q.tree.insert(keys, "b")
     states = [ns("a"), ns("b"), ns("c")]
     picks = [q.decide(req("r", keys), ctx(seed), states).node for seed in range(30)]
     assert set(picks) == {"a", "b"}
@@ -261,17 +261,17 @@ def test_sglang_ineligible_nodes_are_not_matched_and_ties_are_seeded():
 
 
 def test_sglang_ties_go_as_the_gateway_breaks_them_by_default():
-    """A hit goes to the first node that cached the matched blocks; a miss to the first least
-    loaded node in cluster order; neither draws from the RNG."""
+    """A hit goes to the node that created the matched run (the gateway's cached tenant: no
+    tie); a miss to the first least loaded node in cluster order; neither draws from the RNG."""
     keys = [1, 2, 3, 4]
     p = SGLangCacheAware()
-    p.tree.insert(keys, "b", 0.0)
-    p.tree.insert(keys, "a", 1.0)
+    p.tree.insert(keys, "b")
+    p.tree.insert(keys, "a")
     rng = np.random.default_rng(5)
     before = rng.bit_generator.state
     c = Context(rng=rng, block_size=BS, sessions={})
     hit = p.decide(req("r", keys), c, [ns("a"), ns("b"), ns("c")])
-    assert hit.node == "b" and hit.tie == "tie of 2, the first to cache the matched blocks"
+    assert hit.node == "b" and hit.tie == ""
     miss = p.decide(req("m", [9, 8]), c, [ns("a"), ns("b"), ns("c")])
     assert miss.node == "a" and miss.tie == "tie of 3, the first in cluster order"
     assert rng.bit_generator.state == before
@@ -290,7 +290,7 @@ def test_sglang_load_is_the_routers_inflight_count():
                   output_tokens=8, cached_tokens=0, hit="miss", ttft=0.1, tpot=0.01, e2e=0.2, preemptions=0))
     assert p.load("a") == 1
     p.on_event(ev(NodeDown, node="a", lost_blocks=0, rerouted=("r2",), failed=()))
-    assert p.load("a") == 0 and p.tree.size("a") == 0 and p.tree.match([3, 4]) == (0, [])
+    assert p.load("a") == 0 and p.tree.size("a") == 0 and p.tree.node_count() == 0
     p.routed(r2, "b", states)
     assert p.load("b") == 1
 
@@ -304,7 +304,7 @@ def test_radix_tree_lru_eviction_bound():
         tail = [int(x) for x in rng.integers(0, 50, size=int(rng.integers(1, 15)))]
         keys = shared[: int(rng.integers(0, 21))] + [100_000 * (i + 1) + x for x in tail]
         tenant = "abc"[i % 3]
-        t.insert(keys, tenant, float(i))
+        t.insert(keys, tenant)
         seqs.append((keys, tenant))
     for tenant in "abc":
         assert t.size(tenant) == t.keys_of(tenant)
@@ -316,21 +316,64 @@ def test_radix_tree_lru_eviction_bound():
         assert t.size(tenant) == t.keys_of(tenant)
     # least recently used first: the newest request of each tenant is still whole
     for keys, tenant in seqs[-3:]:
-        depth, tenants = t.match(keys, [tenant])
-        assert depth == len(keys) and tenants == [tenant]
+        assert t.match_depth(keys, tenant) == len(keys)
     # the oldest is gone (its tail was a leaf, evicted first)
     keys, tenant = seqs[0]
-    assert t.match(keys, [tenant])[0] < len(keys)
-    assert t.evict(200) == 0
+    assert t.match_depth(keys, tenant) < len(keys)
+    assert t.evict(200) == 0 and t.ambiguous_evictions == 0
 
 
-def test_radix_tree_touch_protects_from_eviction():
+def test_radix_tree_one_match_in_eight_restamps():
+    """sglang-router 0.3.2 re-stamps the matched node only when the match's epoch is a multiple
+    of 8: a match on another epoch does not save the older run from eviction, one on it does."""
+    for epoch, survivor in ((9, [7, 8, 9]), (16, [1, 2, 3])):
+        t = RadixTree()
+        t.insert([1, 2, 3], "a")
+        t.insert([7, 8, 9], "a")
+        t.epoch = epoch
+        found = t.prefix_match([1, 2, 3])
+        assert (found.depth, found.tenant, found.among) == (3, "a", 1)
+        t.evict(3)
+        assert t.size("a") == 3 and t.match_depth(survivor, "a") == 3
+
+
+def test_radix_tree_runs_are_compressed_and_split_where_requests_part():
     t = RadixTree()
-    t.insert([1, 2, 3], "a", 0.0)
-    t.insert([7, 8, 9], "a", 1.0)
-    t.touch([1, 2, 3], 3, "a", 2.0)  # the older path was matched again since
-    t.evict(3)
-    assert t.match([1, 2, 3]) == (3, ["a"]) and t.match([7, 8, 9])[0] == 0
+    t.insert(list(range(1, 7)), "a")
+    assert t.node_count() == 1 and t.size("a") == 6
+    t.insert([1, 2, 3, 9], "b")  # splits a's run after 3; b joins (1,2,3) in passing, stamp 0
+    assert t.node_count() == 3 and t.size("a") == 6 and t.size("b") == 4
+    assert t.prefix_match([1, 2, 3, 4, 5]).tenant == "a"  # the run's creator, cached on the split
+    t.evict(1)  # b's newest leaf (9), then (1,2,3) stamped 0 for b; a loses its whole 6 blocks
+    assert t.size("b") == 0 and t.size("a") == 0 and t.node_count() == 0
+
+
+def test_radix_tree_a_stale_cached_tenant_falls_back_to_a_holder():
+    """The run's creator evicted from it, the match goes to a tenant that still holds it."""
+    t = RadixTree()
+    t.insert([1, 2, 3, 4], "a")
+    t.insert([1, 2, 3, 4], "b")
+    t.insert([7, 8, 9], "a")
+    t.evict(4)  # a is over: its oldest leaf, the shared run, goes for a (whole, 4 blocks)
+    assert t.size("a") == 3 and t.size("b") == 4
+    found = t.prefix_match([1, 2, 3, 4])
+    assert (found.depth, found.tenant, found.among) == (4, "b", 1)
+
+
+def test_sglang_eviction_drops_the_whole_run_and_the_repeat_goes_to_the_idle_worker():
+    """Issue 31's smallest case: two workers, max tree size 10, the same 16 blocks sent twice with
+    one eviction pass between, the first still in flight. The gateway drops the whole 16-block
+    node, so the repeat matches nothing and goes to the idle worker (kvtui used to trim to 10
+    blocks, match 10/16 and send it to the busy one)."""
+    p = SGLangCacheAware(eviction_interval_s=1.0, max_tree_size=10)
+    states = [ns("a"), ns("b")]
+    keys = list(range(100, 116))
+    first = p.decide(req("r1", keys), ctx(now=0.0), states)
+    p.routed(req("r1", keys), first.node, states)
+    assert first.node == "a" and p.tree.size("a") == 16
+    second = p.decide(req("r2", keys), ctx(now=1.0), states)
+    assert p.stats["evictions"] == 1 and p.tree.size("a") == 0 and p.tree.node_count() == 0
+    assert second.node == "b" and "tree match 0/16" in second.reason and p.load("a") == 1
 
 
 def test_sglang_evicts_on_sim_time():
