@@ -142,6 +142,8 @@ def stage_run(report: Report, stage: Stage, scenario: Scenario, target: int = ME
         arrival = Arrival(process="closed_loop", users=c)
         workload = replace(scenario.workload, arrival=arrival, duration_s=warm + window, requests=None, sessions=None)
     if sp is not None:
+        if sp.multi_turn and report.serving.max_model_len and sp.max_context_tokens is None:
+            sp = replace(sp, max_context_tokens=report.serving.max_model_len)  # inference-perf trims history to it
         workload = replace(workload, shared_prefix=sp, trace=None)
     else:
         workload = replace(workload, shared_prefix=None, trace=None, groups=(_group(report),))

@@ -24,6 +24,8 @@ LIMITATIONS = (
     "fit stages of different loads tell them apart",
     "the stream's chunking, the tokeniser's drift and the sampler are not simulated; figures are converted "
     "to kvtui's definitions instead (the notes say how)",
+    "a closed-loop stage (a concurrency) starts every user at once: with equal output lengths their requests "
+    "stay in step, in waves a real client's jitter breaks up",
 )
 
 
