@@ -11,11 +11,11 @@ while the single view interpolated: the same TTFT p95 read 424 ms in one and 395
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Final, Sequence
 
 import numpy as np
 
-METHOD = "linear"
+METHOD: Final = "linear"
 """numpy's `method` for every percentile (numpy's default; vLLM's benchmark uses the default)."""
 
 

@@ -5,6 +5,9 @@ CI instead of misleading a classroom.
 
 A request belongs to the chapter it arrived in; an event (eviction, preemption, rejection,
 failure, recovery) to the chapter it happened in. Each run takes well under a second.
+
+Issue 35: the last tests open the app and read its screen, so a lesson must also be visible
+where the story says it is (the chapter whole, the numbers it names).
 """
 
 from __future__ import annotations

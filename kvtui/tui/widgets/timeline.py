@@ -221,5 +221,7 @@ class ChapterLine(Widget):
         self.post_message(self.Opened())
 
 
-LINES_BY_HEIGHT = ((30, 2), (45, 3), (10**6, 6))
-"""(terminal rows below which, chapter lines at most): 2 at 80x24, 3 at 120x40, 6 from 45 rows."""
+LINES_BY_HEIGHT = ((45, 1), (10**6, 6))
+"""(terminal rows below which, chapter lines at most): one line, and `S`, below 45 rows (at
+120x40 a second line cut the latency panel's last row off under pressure.yaml's four maps);
+from 45 rows, 6 lines, which hold a chapter whole from about 100 columns."""
