@@ -63,11 +63,12 @@ class _Plan:
     class, not a dataclass: a compiled dataclass keeps an interpreted `__init__`, and a node
     makes a plan every iteration."""
 
-    __slots__ = ("prefill", "decode", "durations", "load_s")
+    __slots__ = ("prefill", "decode", "order", "durations", "load_s")
 
     def __init__(self) -> None:
         self.prefill: list[tuple[Request, int]] = []
         self.decode: list[Request] = []
+        self.order: list[Request] = []  # every scheduled request, in scheduling order (vLLM frees finished ones so)
         self.durations: list[float] = []
         self.load_s = 0.0  # CPU-tier loads of the requests admitted in this iteration
 
@@ -115,6 +116,9 @@ class Node:
         self.outbound = 0  # prefilled here, KV not yet read by the decode node
         self.inbound = 0
         self.lives = 0
+        # Multi-iteration decode segments (see the module docstring): a speed shortcut, exact
+        # (tests/differential/test_vllm_scheduler.py runs the node with and without them).
+        self.segments = True
         self.process = self.env.process(self._loop())
 
     # ------------------------------------------------------------------ views
@@ -362,11 +366,15 @@ class Node:
                 if preempted_self:
                     break  # it was the newest left: nobody after it remains to schedule
                 kv.grow(req, need)
+            full = (req.computed + n) // bs
+            if full > req.computed // bs:
+                kv.cache(req, req.computed // bs, full)  # cached as allocated: see `_admit_from_queue`
             budget -= n
             if in_prefill:
                 plan.prefill.append((req, n))
             else:
                 plan.decode.append(req)
+            plan.order.append(req)
             i += 1
 
         # 2. waiting requests, FCFS, only if nobody was preempted this iteration
@@ -381,6 +389,7 @@ class Node:
                     break
                 budget -= admitted
                 plan.prefill.append((req, admitted))
+                plan.order.append(req)
 
         if not plan.prefill and not plan.decode:
             if self.waiting and not running:
@@ -409,14 +418,21 @@ class Node:
         if not self.spec.chunked_prefill and n > budget:
             return None
         n = min(n, budget)
-        need = kv.need(req, hit, n)
-        if not kv.fits(hit, need):
+        # The whole sequence must fit, not only this chunk (vLLM's `scheduler_reserve_full_isl`,
+        # on by default: `allocate_slots(..., full_sequence_must_fit=True)`); the chunk's
+        # blocks are what is allocated.
+        if not kv.fits(hit, kv.need(req, hit, target - hit.tokens)):
             return None
+        need = kv.need(req, hit, n)
         self.waiting.popleft()
         load_s = kv.admit(req, hit, need)
         plan.load_s += load_s
         req.target = target
         req.computed = hit.tokens
+        # The blocks this chunk fills are cached now, as `allocate_slots` ends with
+        # `cache_blocks`: a request admitted after it in this same step hits them.
+        if (hit.tokens + n) // self.block_size > hit.tokens // self.block_size:
+            kv.cache(req, hit.tokens // self.block_size, (hit.tokens + n) // self.block_size)
         resumed = req.first_token_at is not None or req.preemptions > 0
         if not resumed:
             req.cached_tokens = hit.tokens
@@ -439,10 +455,17 @@ class Node:
         return n
 
     def _extend_decode_segment(self, plan: _Plan) -> None:
-        """Time the plan; run several decode iterations at once when nothing else can change."""
+        """Time the plan; run several decode iterations at once when nothing else can change.
+
+        A segment is exact: its later iterations allocate and cache their blocks in `_commit`,
+        iteration by iteration in scheduling order, as vLLM's steps would (`_segment_blocks`);
+        here is only checked that the pool has them all, so that no iteration of it would
+        preempt (else one iteration runs). Nothing else touches the pool during a segment: no
+        admission (the queue is empty or the batch full), no completion before its last
+        iteration."""
         lat = self.latency
         bs = self.block_size
-        if plan.prefill or (self.waiting and len(self.running) < self.max_num_seqs):
+        if plan.prefill or not self.segments or (self.waiting and len(self.running) < self.max_num_seqs):
             batch = self._batch(plan)
             plan.durations = [lat.iteration(batch) + plan.load_s]
             return
@@ -451,25 +474,46 @@ class Node:
             left = req.output_tokens - req.generated
             if left < k:
                 k = left
-        kv = self.kv
-        extra = 0
         if k > 1:
             # blocks the segment needs beyond those held (kv.grow_need, inlined: this runs for
             # every decoding request of every segment)
+            extra = 0
             for req in plan.decode:
                 more = -(-(req.computed + k) // bs) - len(req.blocks)
                 if more > 0:
                     extra += more
-            if extra > kv.free_count:
+            if extra > self.kv.free_count:
                 k = 1
-        if k > 1 and extra:
-            for req in plan.decode:
-                more = kv.grow_need(req, req.computed + k)
-                if more > 0:
-                    kv.grow(req, more)
         seqs = len(plan.decode)
         context = sum(r.computed for r in plan.decode)
         plan.durations = lat.decode_run(k, seqs, context)
+
+    def _segment_blocks(self, decode: list[Request], done: int) -> None:
+        """The block work of a segment's iterations 1..done-1 (iteration 0's was done when it
+        was planned), in vLLM's order: iteration by iteration, and within one the requests in
+        scheduling order, each allocating the block its token starts (`allocate_slots`) and
+        caching the block its token fills (`cache_blocks`). A segment is at most `block_size`
+        iterations, so a request does each at most once in it."""
+        bs = self.block_size
+        work: list[tuple[int, int, int]] = []  # (iteration, request's index, 0 allocate / 1 cache)
+        for idx, req in enumerate(decode):
+            starts = -req.computed % bs or bs  # the first iteration >= 1 whose token starts a block
+            if starts < done:
+                work.append((starts, idx, 0))
+            fills = -(req.computed + 1) % bs or bs  # the first iteration >= 1 whose token fills one
+            if fills < done:
+                work.append((fills, idx, 1))
+        if not work:
+            return
+        work.sort()
+        kv = self.kv
+        for i, idx, kind in work:
+            req = decode[idx]
+            if kind == 0:
+                kv.grow(req, 1)
+            else:
+                full = (req.computed + i + 1) // bs
+                kv.cache(req, full - 1, full)
 
     def _batch(self, plan: _Plan) -> Batch:
         prefill_tokens = prefill_context = prefill_kv = 0
@@ -491,18 +535,20 @@ class Node:
         )
 
     def _commit(self, plan: _Plan, done: int, duration: float) -> None:
-        """Apply `done` iterations of the plan: tokens computed, blocks cached, requests done."""
+        """Apply `done` iterations of the plan: tokens computed, requests done. The blocks its
+        first iteration filled were cached when it was planned; a segment's later ones here.
+        Requests that finish are freed in scheduling order, as vLLM's `update_from_output`
+        walks the step's scheduled requests (running ones in running order, then admitted
+        ones): which finished request's blocks come first in the free queue decides which
+        cached prefix is evicted first."""
         kv = self.kv
-        bs = self.block_size
         now = self.env.now
-        finished: list[Request] = []
+        ending: set[Request] = set()
         handed: list[Request] = []
         prefill_tokens = 0
         for req, n in plan.prefill:
-            before = req.computed // bs
             req.computed += n
             prefill_tokens += n
-            kv.cache(req, before, req.computed // bs)
             if req.computed >= req.target:
                 if req.decode_node is not None and req.decode_node != self.name:
                     handed.append(req)  # prefilled for another node: its first token comes from there
@@ -512,16 +558,15 @@ class Node:
                     req.first_token_at = now
                     self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now - req.arrival)
                 if req.generated >= req.output_tokens:
-                    finished.append(req)
+                    ending.add(req)
+        if done > 1:
+            self._segment_blocks(plan.decode, done)
         for req in plan.decode:
-            before = req.computed // bs
             req.computed += done
             req.generated += done
-            after = req.computed // bs
-            if after > before:
-                kv.cache(req, before, after)
             if req.generated >= req.output_tokens:
-                finished.append(req)
+                ending.add(req)
+        finished = [r for r in plan.order if r in ending] if ending else []
         used = self.pool.used_count
         if used > self.peak_used:
             self.peak_used = used
