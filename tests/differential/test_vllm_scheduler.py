@@ -228,3 +228,88 @@ def toy_keys(tokens: list[int]) -> list[int]:
         parent = hash((parent, tuple(tokens[i * BS : (i + 1) * BS])))
         out.append(parent)
     return out
+
+
+# ---------------------------------------------------------------- one minimal stream per rule
+# Each is what vLLM 0.32.0's Scheduler does on the stream (checked against the peer by
+# `test_minimal_streams_agree_with_vllm`), asserted on the node alone so that it runs, and
+# fails without its rule, on a machine without the peer. The rules are also in vLLM 0.33.0's
+# source (vllm/v1/core/sched/scheduler.py, vllm/v1/core/kv_cache_manager.py).
+def _tokens(start: int, n: int) -> list[int]:
+    return list(range(start, start + n))
+
+
+def _request(rid: str, arrival: int, prompt: list[int], output: int) -> dict:
+    return {"id": rid, "arrival": arrival, "prompt": prompt, "output": _tokens(50000 + 100 * int(rid[1:]), output)}
+
+
+MINIMAL = {
+    # Rule 1: admission needs the whole sequence to fit (`scheduler_reserve_full_isl`).
+    # 19 usable blocks; r1 (160 prompt tokens) prefills in 3 chunks and decodes holding 11;
+    # r2 (160 tokens, 10 blocks) arrives with 8 free: its first 64-token chunk would fit, its
+    # whole prompt does not, so vLLM leaves it waiting until r1 is done.
+    "whole sequence must fit": {
+        "num_blocks": 20, "block_size": BS, "budget": 64, "max_num_seqs": 8, "chunked": True,
+        "requests": [_request("r1", 0, _tokens(1, 160), 40), _request("r2", 4, _tokens(1000, 160), 4)],
+    },
+    # Rule 2: blocks are cached when allocated: r2, admitted after r1 in the same step, hits
+    # the 4 blocks of the 64-token prefix r1 is about to prefill.
+    "cached when allocated": {
+        "num_blocks": 40, "block_size": BS, "budget": 512, "max_num_seqs": 8, "chunked": True,
+        "requests": [_request("r1", 0, _tokens(1, 64) + [900], 2), _request("r2", 0, _tokens(1, 64) + [901], 2)],
+    },
+    # Rule 3: requests finishing in one step are freed in scheduling order: r1 (running, its
+    # last decode) before r2 (admitted this step, one output token), so r1's cached blocks
+    # are evicted before r2's.
+    "freed in scheduling order": {
+        "num_blocks": 40, "block_size": BS, "budget": 512, "max_num_seqs": 8, "chunked": True,
+        "requests": [_request("r1", 0, _tokens(1, 32), 3), _request("r2", 2, _tokens(1000, 32), 1)],
+    },
+    # Exact segments: r1 decodes from 31 tokens, so a segment's second iteration starts a
+    # block; r2 arrives after the first iteration and cuts the segment there. The block is
+    # not taken before the iteration that needs it.
+    "segment cut before its block": {
+        "num_blocks": 6, "block_size": BS, "budget": 512, "max_num_seqs": 8, "chunked": True,
+        "requests": [_request("r1", 0, _tokens(1, 30), 10), _request("r2", 3, _tokens(1000, 40), 2)],
+    },
+}
+
+
+def _steps(name: str, segments: bool = False) -> list[dict]:
+    s = MINIMAL[name]
+    keys = {r["id"]: toy_keys(r["prompt"] + r["output"]) for r in s["requests"]}
+    return Stepper(s, keys, segments).run(1000)
+
+
+def test_admission_needs_the_whole_sequence_to_fit():
+    steps = _steps("whole sequence must fit")
+    assert [r["scheduled"] for r in steps[4:6]] == [[["r1", 1, 161]], [["r1", 1, 162]]]
+    assert not any(r["preempted"] for r in steps)
+    admitted = next(i for i, r in enumerate(steps) if "r2" in r["hits"])
+    assert admitted == steps.index(next(r for r in steps if r["finished"] == ["r1"])) + 1
+
+
+def test_blocks_are_cached_when_allocated():
+    first = _steps("cached when allocated")[0]
+    assert first["scheduled"] == [["r1", 65, 0], ["r2", 1, 0]]
+    assert first["hits"] == {"r1": 0, "r2": 64}
+
+
+def test_requests_finishing_together_are_freed_in_scheduling_order():
+    steps = _steps("freed in scheduling order")
+    assert steps[2]["finished"] == ["r1", "r2"]
+    keyed = [b for b, k in steps[2]["free"] if k is not None]
+    assert keyed == [2, 1, 5, 4]  # r1's full blocks (tail first), then r2's: evicted in that order
+
+
+def test_a_segment_cut_short_takes_no_block_early():
+    off, on = _steps("segment cut before its block"), _steps("segment cut before its block", segments=True)
+    assert [r["scheduled"] for r in on] == [r["scheduled"] for r in off]
+    assert [r["free"] for r in on if r["free"] is not None] == [r["free"] for r, o in zip(off, on) if o["free"] is not None]
+
+
+def test_minimal_streams_agree_with_vllm():
+    for segments in (False, True):
+        for name, s in MINIMAL.items():
+            [(_, why)] = run_streams([s], segments)
+            assert why is None, f"{name} (segments {'on' if segments else 'off'}): {why}"
