@@ -7,10 +7,9 @@ this module parses the arguments and draws the tables.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from kvtui.cli.common import Parser, UsageError
-from kvtui.scenario.trace_formats import TRACE_FORMAT_NAMES, format_of_file
+from kvtui.scenario.trace_formats import TRACE_FORMAT_NAMES, format_of_path
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _UNITS = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
@@ -31,10 +30,10 @@ def parse_capacities(text: str) -> tuple[int, ...]:
 
 
 def guess_format(path: str) -> str:
-    p = Path(path)
-    found = format_of_file(p.is_dir(), p.suffix)
+    """By the file's content first (a Mooncake trace saved as .txt is still one), else its name."""
+    found = format_of_path(path)
     if found is None:
-        raise UsageError(f"cannot tell the format of {path!r} from its name; give --format {'|'.join(TRACE_FORMAT_NAMES)}")
+        raise UsageError(f"cannot tell the format of {path!r} from its content or name; give --format {'|'.join(TRACE_FORMAT_NAMES)}")
     return found
 
 
@@ -51,7 +50,7 @@ def main(argv: list[str]) -> int:
         ),
     )
     s.add_argument("file", help="mooncake .jsonl, azure .csv, or a weka .json file or directory")
-    s.add_argument("--format", choices=TRACE_FORMAT_NAMES, help="default: from the file name")
+    s.add_argument("--format", choices=TRACE_FORMAT_NAMES, help="default: from the file's content, else its name")
     s.add_argument("--capacity", default="1M,3M,10M", help="total KV capacity in tokens (k, M, G), comma-separated")
     s.add_argument("--nodes", type=int, default=10, help="cache-blind caches the capacity is split over (default 10)")
     s.add_argument("--skip-invalid", action="store_true", help="skip invalid records (and count them) instead of stopping")

@@ -19,16 +19,17 @@ Stamps are a counter (`EPOCH_COUNTER`, one number per call, from 0), never a clo
 - `prefix_match(keys)`: walk as deep as the keys match anything in the tree, whoever holds it
   (a run matched in part ends the walk on that node); take the node's cached tenant, or, if that
   tenant no longer holds the node, another holder (upstream: the first of a hash map, an order
-  that changes from process to process; here the first to have joined the node, or a draw) and
-  cache it; take the next epoch, and when it is a multiple of 8 stamp that tenant on that node
+  that changes from process to process; here the first to have joined the node) and cache it; take the next epoch, and when it is a multiple of 8 stamp that tenant on that node
   only (the gateway's "1 in 8" touch). The matched length counts every matched key.
 - `evict(max_size)`: a min-heap of (stamp, tenant, node) over every node and each tenant it is
   a leaf of (holds it, no child holds it); pop the oldest; skip it if the tenant is no longer
   over `max_size` or the node is no longer its leaf; else the tenant leaves the WHOLE node (its
   size drops by the node's length), the node goes once nobody holds it and it has no children,
   and the parent is pushed if it has just become a leaf of that tenant. The gateway's heap
-  orders equal stamps arbitrarily; here by push order, and `ambiguous_evictions` counts the
-  passes where that choice decided which of two equal-stamped leaves of one tenant survived.
+  orders equal stamps arbitrarily; here by push order. Only stamp 0 repeats within a tenant,
+  and a 0-stamped leaf pops first, so a pass leaves at most one of them and the next evicts it
+  first: the order should never decide. `ambiguous_evictions` counts the passes where it did
+  (which of two equal-stamped leaves of one tenant survived); the tests expect none.
 - `remove_tenant(tenant)`: forget a worker that went away (its leaves upward).
 
 Differences, on purpose: SGLang stores raw request text and counts characters; the simulator's
@@ -37,16 +38,17 @@ block_size]`), so a run here is a run of blocks and sizes count blocks. The walk
 tenants the caller does not allow (`allowed`: nodes that would refuse the request now), which
 the gateway does not do.
 
-sglang-router 0.2.3 (sgl-router/src/policies/tree.rs, what this class followed before) stamped
-wall-clock time on the whole path at every insert and match and kept one node per character
-run the same way; its eviction is the same node-granular pass.
+Before (issue 31) this class followed sglang-router 0.2.3's stamps (sgl-router/src/policies/
+tree.rs: wall-clock time on the whole path at every insert and match) and kept one node per
+block, so eviction trimmed a run block by block where the gateway drops it whole: with a bound
+of 10 a 16-block request kept 10 blocks that still matched, where the gateway keeps none.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 TOUCH_EVERY = 8  # prefix_match re-stamps when the epoch is a multiple of this (`epoch & 0x7 == 0`)
 
@@ -73,12 +75,13 @@ def _shared(keys: Sequence[int], start: int, run: tuple[int, ...]) -> int:
 
 class Match:
     """What `prefix_match` found: matched keys, the tenant it took (None when nothing matched),
-    and how many tenants that tenant was chosen among (1 unless the cache was stale)."""
+    and every tenant that holds the deepest matched node (that the caller allows), in the order
+    they joined it."""
 
-    __slots__ = ("depth", "tenant", "among")
+    __slots__ = ("depth", "tenant", "holders")
 
-    def __init__(self, depth: int, tenant: str | None, among: int) -> None:
-        self.depth, self.tenant, self.among = depth, tenant, among
+    def __init__(self, depth: int, tenant: str | None, holders: list[str]) -> None:
+        self.depth, self.tenant, self.holders = depth, tenant, holders
 
 
 class RadixTree:
@@ -152,36 +155,30 @@ class RadixTree:
                 break
         return node, i
 
-    def prefix_match(
-        self, keys: Sequence[int], allowed: Iterable[str] | None = None,
-        draw: Callable[[list[str]], str] | None = None,
-    ) -> Match:
+    def prefix_match(self, keys: Sequence[int], allowed: Iterable[str] | None = None) -> Match:
         """The gateway's `prefix_match_with_counts`: matched keys and the deepest node's tenant,
-        with its side effects (the cache refreshed when stale, one epoch taken, the 1-in-8 touch).
-        `draw` picks among the node's tenants instead of the cache (tie_break: random)."""
+        with its side effects (the cache refreshed when stale, one epoch taken, the 1-in-8 touch)."""
         allow = None if allowed is None else set(allowed)
         node, depth = self._walk(keys, allow)
-        tenant, among = self._tenant_of(node, allow, draw) if node is not self.root else (None, 0)
+        holders = [t for t in node.stamps if allow is None or t in allow] if node is not self.root else []
+        tenant = self._tenant_of(node, allow, holders)
         epoch = self._next_epoch()
         if tenant is not None and epoch % TOUCH_EVERY == 0:
             node.stamps[tenant] = epoch
-        return Match(depth, tenant, among)
+        return Match(depth, tenant, holders)
 
     @staticmethod
-    def _tenant_of(node: _Node, allow: set[str] | None, draw) -> tuple[str | None, int]:
-        """The cached tenant, refreshed from the node's holders when it left the node (a choice
-        among them all: the gateway takes the first of a hash map); `among` counts that choice."""
-        holders = [t for t in node.stamps if allow is None or t in allow]
+    def _tenant_of(node: _Node, allow: set[str] | None, holders: list[str]) -> str | None:
+        """The cached tenant, refreshed from the node's holders when it left the node (the
+        gateway takes the first of a per-process hash map there, a tie it breaks by chance;
+        here the first holder to have joined the node)."""
         if not holders:
-            return None, 0
-        if draw is not None:
-            return draw(holders), len(holders)
-        among = 1
+            return None
         if node.cached not in node.stamps:
-            node.cached, among = next(iter(node.stamps)), len(node.stamps)
+            node.cached = next(iter(node.stamps))
         if allow is None or node.cached in allow:
-            return node.cached, among
-        return holders[0], len(holders)  # kvtui's filter: the cached tenant would refuse it now
+            return node.cached
+        return holders[0]  # kvtui's filter: the cached tenant would refuse it now
 
     def match_depth(self, keys: Sequence[int], tenant: str) -> int:
         """Keys of `keys` that `tenant` holds from the root (no side effects; for display)."""

@@ -47,11 +47,11 @@ tokens a block).
 Ties (`tie_break`), checked against the real gateway (sglang-router 0.3.2 over fake workers on
 loopback, tests/differential/test_sglang_router.py): by default as the gateway breaks them —
 `min_by_key` returns the first least-loaded worker in its list (here: cluster order), and on a
-tree hit the node's cached tenant (the one that created the run, or the one it fell back to
-once that tenant was evicted from it), which is no tie; only that fallback, when several
-tenants still hold the node, is one (the gateway takes the first of a per-process hash map;
-here the first to join the node). `tie_break: random` draws among the tenants of the deepest
-matched node instead, and among the least loaded, from the seeded RNG (what kvtui did before;
+tree hit, of the tenants that hold the deepest matched run, the one cached there: the one that
+created the run (the first to cache it), or once that one was evicted from the run, another
+holder (the gateway takes the first of a per-process hash map, which kvtui cannot foresee;
+here the first of them to have cached it). `tie_break: random` draws among the tenants of the
+deepest matched run instead, and among the least loaded, from the seeded RNG (what kvtui did before;
 88.6 % of its picks matched the gateway's). Nodes that would refuse the request now are left
 out of the match, as SGLang leaves out unhealthy workers; the tree is updated in `routed`,
 after admission, rather than inside the selection.
@@ -67,9 +67,6 @@ from kvtui.sim.request import Request
 from kvtui.sim.router.base import Context, Policy
 from kvtui.sim.router.radix_tree import RadixTree
 from kvtui.sim.router.state import FIRST_IN_ORDER, RNG_DRAW, Decision, NodeState, candidates, pick_best, tie_note, tie_text
-
-
-STALE_CACHE = "the first to join the node (the gateway: the first of a hash map)"
 
 
 class SGLangCacheAware(Policy):
@@ -198,13 +195,14 @@ class SGLangCacheAware(Policy):
             )
             return self._decision(pick.name, reason, tied, candidates(states, scores, extra), margin)
 
-        draw = None if self.first else (lambda names: names[int(ctx.rng.integers(len(names)))])
-        found = self.tree.prefix_match(keys, [s.name for s in ok], draw)
+        found = self.tree.prefix_match(keys, [s.name for s in ok])
         depth = found.depth
         rate = depth / len(keys) if keys else 0.0
         if rate > self.cache_threshold and found.tenant is not None:
             self.stats["cache_hit"] += 1
-            name = found.tenant
+            name, tied = found.tenant, len(found.holders)
+            if not self.first and tied > 1:  # tie_break: random draws among the holders
+                name = found.holders[int(ctx.rng.integers(tied))]
             scores = {s.name: float(depth_of[s.name]) for s in ok}
             others = [v for n, v in scores.items() if n != name]
             margin = float(depth - max(others)) if others else 0.0
@@ -212,8 +210,8 @@ class SGLangCacheAware(Policy):
                 f"{name}: tree match {depth}/{len(keys)} blocks = {rate:.2f} > {self.cache_threshold:g} "
                 f"(load {loads[name]}, balanced: max {hi} - min {lo})"
             )
-            how = STALE_CACHE if self.first else RNG_DRAW
-            return self._decision(name, reason, found.among, candidates(states, scores, extra), margin, how)
+            how = "the first to cache the matched blocks" if self.first else RNG_DRAW
+            return self._decision(name, reason, tied, candidates(states, scores, extra), margin, how)
 
         self.stats["cache_miss"] += 1
         if self.fallback == "smallest_tree":

@@ -13,7 +13,7 @@ from kvtui.sim.workload.reader import MAX_TOKENS, Bad, TraceReader, TraceRequest
 
 
 class AzureReader(TraceReader):
-    hash_block = None
+    format_name = "azure"
 
     def parse(self, number: int, raw: bytes) -> tuple[tuple[int, float], TraceRequest] | None:
         if raw.startswith(b"\0too long"):
@@ -32,7 +32,7 @@ class AzureReader(TraceReader):
         output = csv_int(fields[2], "GeneratedTokens", 0)
         return stamp, TraceRequest(0.0, prompt, output)
 
-    def seconds(self, raw: tuple[int, float], origin: tuple[int, float]) -> float:
+    def ticks(self, raw: tuple[int, float], origin: tuple[int, float]) -> float:
         return (raw[0] - origin[0]) * 86400.0 + (raw[1] - origin[1])
 
 

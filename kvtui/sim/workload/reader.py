@@ -23,6 +23,7 @@ from typing import Any, BinaryIO, Iterator
 
 from kvtui.errors import InputError
 from kvtui.scenario.cost import MAX_REQUEST_TOKENS
+from kvtui.scenario.trace_formats import TRACE_FORMATS, TraceFormat
 
 MAX_PROBLEMS = 20
 """Stop reading a broken trace after this many problems: a wrong file would report every line."""
@@ -84,16 +85,23 @@ class Problems:
 
 
 class TraceReader:
-    """A line-based trace read lazily. Subclasses parse one line (`parse`) and say how a raw time
-    becomes seconds from the first record (`seconds`); the base checks the times and the lengths.
+    """A line-based trace read lazily. Subclasses parse one line (`parse`) and say how far apart
+    two raw times are in the format's time units (`ticks`); the base turns those into seconds
+    with the format's row and checks the times and the lengths.
+
+    What a format's records mean beyond their fields (tokens per hash id, time units) comes from
+    its row in kvtui/scenario/trace_formats.py (`form`; by default the row of `format_name`), so
+    one reader class can serve several rows.
     """
 
-    hash_block: int | None = None
+    format_name = ""
 
-    def __init__(self, path: str, skip_invalid: bool = False):
+    def __init__(self, path: str, skip_invalid: bool = False, form: TraceFormat | None = None):
         self.path = path
         self.skip_invalid = skip_invalid
         self.skipped = 0
+        self.form = form or TRACE_FORMATS[self.format_name]
+        self.hash_block = self.form.hash_block
 
     # -- what a format provides ------------------------------------------------------------
     def parse(self, number: int, line: bytes) -> tuple[Any, TraceRequest] | None:
@@ -101,9 +109,12 @@ class TraceReader:
         header); raises `Bad`."""
         raise NotImplementedError
 
-    def seconds(self, raw: Any, origin: Any) -> float:
-        """Seconds from `origin` (the first valid record's raw time) to `raw`."""
+    def ticks(self, raw: Any, origin: Any) -> float:
+        """Time units from `origin` (the first valid record's raw time) to `raw`."""
         raise NotImplementedError
+
+    def seconds(self, raw: Any, origin: Any) -> float:
+        return self.ticks(raw, origin) / self.form.ticks_per_s
 
     # -- the shared reading ----------------------------------------------------------------
     def records(self) -> Iterator[TraceRequest]:
@@ -280,7 +291,10 @@ def short(value: Any) -> str:
 
 def reader_class(name: str) -> type:
     """The reader of a trace format: the class its row in kvtui/scenario/trace_formats.py names."""
-    from kvtui.scenario.trace_formats import TRACE_FORMATS
-
     module, _, cls = TRACE_FORMATS[name].reader.partition(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def make_reader(name: str, path: str, skip_invalid: bool = False) -> TraceReader:
+    """A line reader of format `name` over `path`, reading by that format's row."""
+    return reader_class(name)(path, skip_invalid, TRACE_FORMATS[name])

@@ -2,7 +2,9 @@
 
 Three formats, one reader module each (see shared/data/README.md for where they come from):
 `mooncake` (JSONL with 512-token hash ids), `azure` (CSV, lengths only) and `weka` (one agent
-conversation per JSON file, 64-token hash ids scoped to it). Keys: `trace_keys`.
+conversation per JSON file, 64-token hash ids scoped to it). Keys: `trace_keys`. What a format's
+records mean (tokens per hash id, the group label of a format without hash ids, time units,
+bucketed times) is its row in kvtui/scenario/trace_formats.py, read here and by the readers.
 
 Streamed: construction reads the trace once to validate it (a broken trace stops the run
 before it starts, with `file:line: message`, never a traceback) and keeps only what replay
@@ -32,22 +34,22 @@ from kvtui.sim import loop
 
 from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
-from kvtui.scenario.trace_formats import is_conversations
+from kvtui.scenario.trace_formats import TRACE_FORMATS
 from kvtui.sim.request import Request
 from kvtui.sim.workload.arrivals import Submit, start_arrivals
-from kvtui.sim.workload.mooncake import MOONCAKE_HASH_BLOCK
 from kvtui.scenario.trace_shape import TraceShape
-from kvtui.sim.workload.reader import TraceReader, TraceRequest, reader_class
+from kvtui.sim.workload.reader import TraceReader, TraceRequest, make_reader, reader_class
 from kvtui.sim.workload.slo import slo_fields
 from kvtui.sim.workload.trace_keys import HashChain, covered_keys, own_keys
 from kvtui.sim.workload.weka import WekaConversation, WekaReader
 
 LABELLED_PREFIXES = 8
-"""Mooncake requests are grouped by their first hash id, so the screen can colour shared
-prefixes; the first this-many distinct ids get a label of their own, the rest are "other"."""
+"""Requests with hash ids (mooncake) are grouped by their first one, so the screen can colour
+shared prefixes; the first this-many distinct ids get a label of their own, the rest are "other"."""
+
 
 def line_reader(trace: Trace) -> TraceReader:
-    return reader_class(trace.format)(trace.path, trace.skip_invalid)
+    return make_reader(trace.format, trace.path, trace.skip_invalid)
 
 
 def selected(records: Iterator[TraceRequest], start_s: float, limit: int | None) -> Iterator[TraceRequest]:
@@ -84,7 +86,9 @@ class TraceWorkload:
         self.conversation_ids: list[str] = []
         self.weka_requests = 0  # requests in the weka files (one copy each)
         self.shape = TraceShape()  # what the scan saw (one copy), for the cost estimate
-        if is_conversations(trace.format):
+        self.form = TRACE_FORMATS[trace.format]
+        self.hash_block = self.form.hash_block  # the reader's own (a weka file's is its conversation's)
+        if self.form.conversations:
             self._scan_weka()
         else:
             self._scan_lines()
@@ -93,7 +97,7 @@ class TraceWorkload:
         self.turns_cut = 0  # weka: later turns of conversations a rejected or failed turn ended
         self.conversations_cut = 0
         self._slo = slo_fields(trace.slo, trace.sheddable)  # the Request fields every replayed call carries
-        self._chain = HashChain(b"mooncake")
+        self._chain = HashChain(trace.format.encode())
         self._labels: dict[int, str] = {}
         self.env: loop.Environment | None = None
         self._submit: Submit | None = None
@@ -101,6 +105,7 @@ class TraceWorkload:
     # -- the validating pass -----------------------------------------------------------------
     def _scan_lines(self) -> None:
         reader = line_reader(self.trace)
+        self.hash_block = reader.hash_block
         stamps = []
         for rec in selected(reader.records(), self.trace.start_s, self.trace.limit):
             stamps.append(rec.t)
@@ -109,14 +114,14 @@ class TraceWorkload:
         if not stamps:
             raise InputError.one(self.trace.path, None, f"no requests at or after start_s={self.trace.start_s:g}")
         start, scale = self.trace.start_s, self.trace.time_scale
-        if self.trace.format == "mooncake":
+        if self.form.bucketed:
             stamps = spread_ties(stamps)
             self.times = [max(0.0, t - start) * scale for t in stamps]
         else:
             self.times = [(t - start) * scale for t in stamps]
 
     def _scan_weka(self) -> None:
-        self.weka = WekaReader(self.trace.path, self.trace.skip_invalid, self.trace.limit)
+        self.weka = reader_class(self.trace.format)(self.trace.path, self.trace.skip_invalid, self.trace.limit, self.form)
         for conv in self.weka.conversations():
             self.conversation_ids.append(conv.id)
             self.weka_requests += len(conv.requests)
@@ -128,7 +133,7 @@ class TraceWorkload:
     @property
     def total_requests(self) -> int | None:
         """Requests the replay will issue at most (for progress)."""
-        if not is_conversations(self.trace.format):
+        if not self.form.conversations:
             return len(self.times)
         total = self.weka_requests * self.trace.copies
         return total if self.trace.limit is None else min(total, self.trace.limit)
@@ -138,7 +143,7 @@ class TraceWorkload:
         out = []
         if self.skipped:
             out.append(f"{self.trace.path}: skipped {self.skipped} invalid record(s) (skip_invalid: true)")
-        if is_conversations(self.trace.format):
+        if self.form.conversations:
             n = len(self.conversation_ids)
             copies = self.trace.copies
             out.append(
@@ -153,7 +158,7 @@ class TraceWorkload:
     def start(self, env: loop.Environment, submit: Submit) -> None:
         self.env = env
         self._submit = submit
-        if is_conversations(self.trace.format):
+        if self.form.conversations:
             start_arrivals(env, self.arrival, self.rng, self._may_start, self._start_conversation)
         else:
             env.process(self._replay())
@@ -177,11 +182,11 @@ class TraceWorkload:
         rid = f"req-{n}"
         bs = self.block_size
         total_blocks = (rec.prompt + rec.output) // bs
-        if rec.hash_ids is None:  # azure: nothing is shared
-            keys = own_keys(b"azure", n, 0, total_blocks)
-            group = "azure"
+        if rec.hash_ids is None:  # lengths only (azure): nothing is shared
+            group = self.form.group or self.trace.format
+            keys = own_keys(group.encode(), n, 0, total_blocks)
         else:
-            keys = covered_keys(rec.hash_ids, MOONCAKE_HASH_BLOCK, rec.prompt, bs, self._chain)
+            keys = covered_keys(rec.hash_ids, self.hash_block, rec.prompt, bs, self._chain)
             keys += own_keys(b"own", n, len(keys), total_blocks - len(keys))
             group = self._label(rec.hash_ids[0]) if rec.hash_ids else "other"
         return Request(

@@ -35,9 +35,8 @@ from typing import Iterator
 import numpy as np
 
 from kvtui.percentiles import percentiles
-from kvtui.scenario.trace_formats import is_conversations
-from kvtui.sim.workload.reader import TraceRequest, reader_class
-from kvtui.sim.workload.weka import WekaReader
+from kvtui.scenario.trace_formats import TRACE_FORMATS, is_conversations
+from kvtui.sim.workload.reader import TraceRequest, make_reader, reader_class
 
 DEFAULT_CAPACITIES = (1_000_000, 3_000_000, 10_000_000)
 PERCENTILES = (50, 90, 99)
@@ -112,13 +111,13 @@ def trace_stats(
     """Read the trace once and measure it (raises InputError on a broken trace, like a replay)."""
     conversations = None
     if is_conversations(fmt):
-        reader = WekaReader(path, skip_invalid)
+        reader = reader_class(fmt)(path, skip_invalid, None, TRACE_FORMATS[fmt])
         convs = list(reader.conversations())
         conversations = len(convs)
         stream = _merged(convs)
         hash_block = convs[0].hash_block if convs else None
     else:
-        reader = reader_class(fmt)(path, skip_invalid)
+        reader = make_reader(fmt, path, skip_invalid)
         stream = ((0, rec) for rec in reader.records())
         hash_block = reader.hash_block
     caches = [(_LRU(c // hash_block), [_LRU(c // nodes // hash_block) for _ in range(nodes)]) for c in capacities] if hash_block else []

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kvtui.errors import InputError
+from kvtui.scenario.trace_formats import TRACE_FORMATS, TraceFormat
 from kvtui.sim.workload.reader import (
     MAX_FILE_BYTES,
     MAX_PROBLEMS,
@@ -42,7 +43,6 @@ from kvtui.sim.workload.reader import (
     open_binary,
 )
 
-WEKA_DEFAULT_HASH_BLOCK = 64
 MAX_SUBAGENT_DEPTH = 16
 """Sub-agents inside sub-agents deeper than this are a broken file (Claude Code nests one level)."""
 MAX_HASH_BLOCK = 1 << 20
@@ -62,11 +62,12 @@ class WekaReader:
     """The session files of a path (a file, or every `*.json` of a directory in name order)."""
 
 
-    def __init__(self, path: str, skip_invalid: bool = False, max_files: int | None = None):
+    def __init__(self, path: str, skip_invalid: bool = False, max_files: int | None = None, form: TraceFormat | None = None):
         self.path = path
         self.skip_invalid = skip_invalid
         self.files = session_files(path)[:max_files]
         self.skipped = 0
+        self.form = form or TRACE_FORMATS["weka"]  # its hash block when a file states none, its time unit
 
     def conversations(self) -> Iterator[WekaConversation]:
         """Every conversation, one file at a time; problems of all files are raised together."""
@@ -100,7 +101,7 @@ class WekaReader:
             located.append((where, message))
 
         try:
-            hash_block = integer(doc, "block_size", 1, MAX_HASH_BLOCK) if "block_size" in doc else WEKA_DEFAULT_HASH_BLOCK
+            hash_block = integer(doc, "block_size", 1, MAX_HASH_BLOCK) if "block_size" in doc else self.form.hash_block
         except Bad as bad:
             raise InputError.one(path, line_of(data, ("block_size",)), str(bad)) from None
         conv_id = doc.get("id")
@@ -114,8 +115,10 @@ class WekaReader:
             raise InputError.one(path, line_of(data, ("requests",)), f"a conversation with no requests{why}")
         requests.sort(key=lambda r: r.t)
         origin = requests[0].t  # the conversation starts with its first request
+        per_s = self.form.ticks_per_s
         for rec in requests:
-            rec.t -= origin
+            rec.t = (rec.t - origin) / per_s
+            rec.think /= per_s
         return WekaConversation(conv_id, hash_block, requests, problems.skipped)
 
 

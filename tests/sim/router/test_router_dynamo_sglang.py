@@ -261,8 +261,8 @@ def test_sglang_ineligible_nodes_are_not_matched_and_ties_are_seeded():
 
 
 def test_sglang_ties_go_as_the_gateway_breaks_them_by_default():
-    """A hit goes to the node that created the matched run (the gateway's cached tenant: no
-    tie); a miss to the first least loaded node in cluster order; neither draws from the RNG."""
+    """A hit goes to the first node that cached the matched blocks; a miss to the first least
+    loaded node in cluster order; neither draws from the RNG."""
     keys = [1, 2, 3, 4]
     p = SGLangCacheAware()
     p.tree.insert(keys, "b")
@@ -271,7 +271,7 @@ def test_sglang_ties_go_as_the_gateway_breaks_them_by_default():
     before = rng.bit_generator.state
     c = Context(rng=rng, block_size=BS, sessions={})
     hit = p.decide(req("r", keys), c, [ns("a"), ns("b"), ns("c")])
-    assert hit.node == "b" and hit.tie == ""
+    assert hit.node == "b" and hit.tie == "tie of 2, the first to cache the matched blocks"
     miss = p.decide(req("m", [9, 8]), c, [ns("a"), ns("b"), ns("c")])
     assert miss.node == "a" and miss.tie == "tie of 3, the first in cluster order"
     assert rng.bit_generator.state == before
@@ -323,6 +323,26 @@ def test_radix_tree_lru_eviction_bound():
     assert t.evict(200) == 0 and t.ambiguous_evictions == 0
 
 
+def test_radix_tree_random_passes_keep_sizes_and_never_tie():
+    """Inserts, matches and passes over shared stems: sizes stay the walked counts, a pass
+    leaves no tenant over the bound, and no pass ever had to choose between equal stamps."""
+    rng = np.random.default_rng(31)
+    t = RadixTree()
+    stems = [[int(x) for x in rng.integers(0, 4, size=12)] for _ in range(3)]
+    for i in range(3000):
+        stem = stems[int(rng.integers(3))]
+        keys = stem[: int(rng.integers(0, 13))] + [int(x) for x in rng.integers(0, 4, size=int(rng.integers(1, 6)))]
+        if rng.random() < 0.5:
+            t.prefix_match(keys)
+        t.insert(keys, "abc"[int(rng.integers(3))])
+        if i % 7 == 0:
+            bound = int(rng.integers(0, 30))
+            t.evict(bound)
+            assert all(t.size(x) <= bound for x in "abc")
+        assert all(t.size(x) == t.keys_of(x) for x in "abc")
+    assert t.evicted_blocks > 1000 and t.ambiguous_evictions == 0
+
+
 def test_radix_tree_one_match_in_eight_restamps():
     """sglang-router 0.3.2 re-stamps the matched node only when the match's epoch is a multiple
     of 8: a match on another epoch does not save the older run from eviction, one on it does."""
@@ -332,7 +352,7 @@ def test_radix_tree_one_match_in_eight_restamps():
         t.insert([7, 8, 9], "a")
         t.epoch = epoch
         found = t.prefix_match([1, 2, 3])
-        assert (found.depth, found.tenant, found.among) == (3, "a", 1)
+        assert (found.depth, found.tenant, found.holders) == (3, "a", ["a"])
         t.evict(3)
         assert t.size("a") == 3 and t.match_depth(survivor, "a") == 3
 
@@ -357,7 +377,7 @@ def test_radix_tree_a_stale_cached_tenant_falls_back_to_a_holder():
     t.evict(4)  # a is over: its oldest leaf, the shared run, goes for a (whole, 4 blocks)
     assert t.size("a") == 3 and t.size("b") == 4
     found = t.prefix_match([1, 2, 3, 4])
-    assert (found.depth, found.tenant, found.among) == (4, "b", 1)
+    assert (found.depth, found.tenant, found.holders) == (4, "b", ["b"])
 
 
 def test_sglang_eviction_drops_the_whole_run_and_the_repeat_goes_to_the_idle_worker():
