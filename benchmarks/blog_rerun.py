@@ -68,7 +68,7 @@ COLUMNS = (("NTPOT p50 ms", ("latency_ms", "ntpot", "p50"), 2), ("NTPOT p90 ms",
 PL, LP, RR = "predicted_latency", "load_prefix", "round_robin"
 
 # MaaS: (nodes kept of maas.yaml's 13, load factors) per scale; the blog's claims and regime.
-MAAS = {"small": (3, (4, 16)), "full": (13, (4, 16))}
+MAAS = {"small": (3, (4, 8)), "full": (13, (4, 16))}
 MAAS_POLICIES = (("round_robin", RR, ()), ("load_prefix (1,1,1)", LP, ("router.weights.preset=seed-111",)),
                  ("load_prefix (3,2,2)", LP, ("router.weights.preset=seed-322",)), ("predicted_latency", PL, ()))
 BLOG_E2E, BLOG_TTFT, REGIME_TTFT_MS = 0.43, 0.70, 1000.0
