@@ -128,10 +128,15 @@ def _plan(args, specs):
     """The ladders' stop rule (`--until-saturated`), or None: every run of the grid runs."""
     if not args.until_saturated:
         return None
-    from kvtui.sweep.grid import ladder_rates
+    from kvtui.sweep.grid import GridError, ladder_rates
     from kvtui.sweep.ladder import LadderPlan, Saturation
 
-    windows = {path: ladder_rates(path, args.overrides)[1] for path in dict.fromkeys(s.scenario for s in specs)}
+    windows = {}
+    for path in dict.fromkeys(s.scenario for s in specs):
+        window = ladder_rates(path, args.overrides)[1]
+        if window is None:  # a step is a send window: the drain is measured from its end
+            raise GridError(f"--until-saturated: {path} sets no workload.duration_s (each step sends for that long)")
+        windows[path] = window
     return LadderPlan(specs, windows, Saturation())
 
 

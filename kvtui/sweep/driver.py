@@ -8,7 +8,7 @@ saturation are never run and have no line (the file is the grid order without th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +86,7 @@ def run_sweep(
         skip(plan.skipped)
     on_progress(progress)
     interrupted = False
+    outcomes: Iterator[Outcome | Lost]
     if not todo:
         outcomes = iter(())
     else:

@@ -35,8 +35,8 @@ def rate_text(rate: float) -> str:
     return f"{float(rate):.12f}".rstrip("0").rstrip(".")
 
 
-def ladder_rates(path: str, overrides: list[str]) -> tuple[tuple[str, ...], float]:
-    """(the scenario's ladder as grid values, its send window in s); a GridError without one."""
+def ladder_rates(path: str, overrides: list[str]) -> tuple[tuple[str, ...], float | None]:
+    """(the scenario's ladder as grid values, its send window in s or None); a GridError without a ladder."""
     from kvtui.scenario import load_scenario
 
     scenario = load_scenario(path, overrides)
@@ -47,7 +47,8 @@ def ladder_rates(path: str, overrides: list[str]) -> tuple[tuple[str, ...], floa
     if not rates:
         raise GridError(f"--ladder: {path} sets no workload.arrival.ladder; add one (e.g. ladder: [1, 2, 4, 8])")
     values = tuple(dict.fromkeys(rate_text(r) for r in rates))
-    return values, float(scenario.workload.duration_s)
+    window = scenario.workload.duration_s
+    return values, None if window is None else float(window)
 
 
 @dataclass(frozen=True)

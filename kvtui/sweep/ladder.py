@@ -10,7 +10,7 @@ saturation simulates up to ten times its send window while the backlog drains).
 
 **When a step is saturated.** A ladder is one (scenario, `--set`, other grid values, policy);
 its steps are decided in order, each on the mean over the step's seeds, and step k is
-saturated when either holds:
+saturated when any of these holds:
 
 - *throughput stopped following the load*: output tokens/s (over the whole run, drain
   included) rose by less than `gain` (default 0.5) times the rate's relative rise over step
@@ -18,8 +18,8 @@ saturated when either holds:
   saturated cluster cannot produce more however many requests arrive (ratio ~0);
 - *queues began to form*: NTPOT p50 (E2E / output tokens, the blog's metric) more than
   `latency` (default 2) times the step before's. Below saturation NTPOT is the decode step plus
-  a prefill share and rises slowly with the batch (A-small: 5.3, 5.7, 6.6, 8.0, 10.3 ms from 2
-  to 20 req/s); once requests wait for a batch slot it jumps (27 ms at 25 req/s);
+  a prefill share and rises slowly with the batch; once requests wait for a batch slot it jumps
+  (A-small, before issue 31's scheduler: 10 ms at 20 req/s, 27 ms at 25);
 - *queues grew*: the drain, from the end of the send window (`workload.duration_s`) to the
   end of the run, lasted more than `drain` (default 0.5) times the window. Below saturation
   the drain is about one request's E2E (A-small: ~10 s after a 100 s send); a queue that

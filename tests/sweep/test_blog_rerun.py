@@ -67,3 +67,17 @@ def test_the_regime_is_the_top_two_steps_every_policy_ran():
     lad = ladders({"round_robin": (5, 8, 20), "load_prefix": (5, 7, 18), "predicted_latency": (5, 6, 12)})
     del lad.runs["round_robin"][4.0]  # round robin stopped a step earlier
     assert lad.regime() == [1.0, 2.0]
+
+
+def test_the_rerun_is_a_slow_block_of_routing_md_checked_by_docs_sh():
+    """It runs the whole -small matrix and the MaaS loads: .ci/checks/docs.sh, not the test run."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("kvtui_docs_generate_rerun", root / "docs" / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = generate
+    spec.loader.exec_module(generate)
+    path = root / "docs" / "routing.md"
+    (block,) = [b for b in generate.blocks_in(path, path.read_text()) if "blog_rerun.py" in b.spec]
+    assert not block.quick and "**Verdict:" in block.body

@@ -45,3 +45,21 @@ def test_ray_and_local_give_identical_lines(ray_session, tmp_path):
     assert {r["backend"] for r in records} == {"ray"}
     assert ray.is_initialized()  # a session the caller holds is used, not shut down
 
+
+
+def test_a_ladder_stopped_at_saturation_gives_the_same_bytes_on_ray(ray_session, tmp_path):
+    """Ray's tasks for a ladder's next step are started as its step finishes, as the pool's are."""
+    from kvtui.sweep.grid import ladder_rates
+    from kvtui.sweep.ladder import LadderPlan, Saturation
+
+    scenario = str(ROOT / "scenarios" / "workload-d-small.yaml")
+    sets = ["workload.duration_s=10"]
+    ladder = expand([scenario], [], ["round_robin", "load_prefix"], 2, sets, ladder=True)
+    window = ladder_rates(scenario, sets)[1]
+    local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    rule = Saturation(drain=10.0)  # 10 s sends: no queue builds, so every step is started by the one before
+    a = run_sweep(ladder, LocalBackend(1), local, plan=LadderPlan(ladder, {scenario: window}, rule))
+    b = run_sweep(ladder, RayBackend(2), remote, plan=LadderPlan(ladder, {scenario: window}, rule))
+    assert remote.read_bytes() == local.read_bytes()
+    assert a.progress.saturated == b.progress.saturated and a.progress.done == b.progress.done
+    assert a.progress.done == len(ladder)  # six steps, each started when the one before finished
