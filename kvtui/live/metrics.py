@@ -80,6 +80,9 @@ def engine_figures(text: str) -> EngineFigures:
     by_name: dict[str, list[tuple[dict, float]]] = {}
     found, skipped = samples(text)
     for name, labels, value in found:
+        if name in (RUNNING, WAITING, QUERIES, HITS) and not 0 <= value < 1e18:  # a count below 0 or past int64
+            skipped += 1
+            continue
         by_name.setdefault(name, []).append((labels, value))
     info = by_name.get(CACHE_INFO, [])
     usage = [v for _, v in by_name.get(USAGE, []) if 0 <= v <= 1]
@@ -95,7 +98,7 @@ def engine_figures(text: str) -> EngineFigures:
 
 
 def _sum(by_name: dict, name: str) -> int | None:
-    values = [v for _, v in by_name.get(name, []) if 0 <= v < 1e18]
+    values = [v for _, v in by_name.get(name, [])]
     return int(sum(values)) if values else None
 
 

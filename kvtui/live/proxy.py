@@ -254,6 +254,8 @@ def _handler(proxy: RouteProxy):
             stream is passed on as it comes, and ends with an error event if it breaks."""
             with io.engine_call(forward, proxy.engine_timeout) as response:
                 kind = response.headers.get("Content-Type", "application/json")
+                if response.status >= 400:  # relayed as the engine's answer, and counted
+                    proxy.problem("engine status", f"{self.path}: the engine answered {response.status}")
                 if "event-stream" not in kind:
                     data = io.read_whole(response)
                     self._send(response.status, kind, data)

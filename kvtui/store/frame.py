@@ -21,6 +21,7 @@ Layout (little-endian, 17-byte header, then the payload):
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from typing import Callable, NamedTuple
@@ -174,20 +175,21 @@ def find_valid_after(buf, pos: int, near_seq: int) -> int | None:
     """
     data = buf if hasattr(buf, "find") else bytes(buf)  # a mapped file is searched in place
     stop = run_back(data, b"\0", pos) + 11 + 6
-    cands: set[int] = set()
-    for window in (near_seq - (1 << 24), near_seq, near_seq + (1 << 24)):
-        if window < 0:
-            continue
-        hi = struct.pack("<Q", window)[3:]
-        for t in range(1, MAX_TYPE + 1):
-            pat = hi + bytes((t,))
-            i = data.find(pat, pos + 11, stop)
+    highs = [struct.pack("<Q", window)[3:]  # one search per window; the type byte is checked after
+             for window in (near_seq - (1 << 24), near_seq, near_seq + (1 << 24)) if window >= 0]
+    for start in range(pos + 11, stop, CHUNK):  # a chunk at a time, in order: the first found is first
+        end = min(stop, start + CHUNK + 5)
+        cands: set[int] = set()
+        for hi in highs:
+            i = data.find(hi, start, end)
             while i != -1:
-                cands.add(i - 11)
-                i = data.find(pat, i + 1, stop)
-    for off in sorted(cands):
-        if off >= pos and valid_at(data, off) is not None:
-            return off
+                if i + 5 < len(data) and 0 < data[i + 5] <= MAX_TYPE:
+                    cands.add(i - 11)
+                i = data.find(hi, i + 1, end)
+        found = next((off for off in sorted(cands) if off >= pos and valid_at(data, off) is not None), None)
+        _release(data, start, start + CHUNK)
+        if found is not None:
+            return found
     return None
 
 
@@ -196,15 +198,26 @@ CHUNK = 1 << 20
 
 def run_back(data, byte: bytes, floor: int) -> int:
     """Where the run of `byte` that ends `data` begins (not below `floor`), a chunk at a time:
-    no copy of the whole of a large (mapped) file."""
+    no copy of the whole of a large (mapped) file, and no page of it kept mapped."""
     end = len(data)
     while end > floor:
         lo = max(floor, end - CHUNK)
         kept = len(bytes(data[lo:end]).rstrip(byte))
+        _release(data, lo, end)
         if kept:
             return lo + kept
         end = lo
     return floor
+
+
+def _release(data, lo: int, hi: int) -> None:
+    """Let the kernel drop the pages of a mapped file read so far (they stay in its cache and
+    come back if read again): a walk over a tail of gigabytes holds a chunk, not the tail."""
+    if isinstance(data, mmap.mmap):
+        start = -(-lo // mmap.PAGESIZE) * mmap.PAGESIZE
+        stop = min(hi, len(data)) // mmap.PAGESIZE * mmap.PAGESIZE
+        if stop > start:
+            data.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
 
 def run_forward(data, byte: bytes, start: int, stop: int) -> int:
@@ -212,6 +225,7 @@ def run_forward(data, byte: bytes, start: int, stop: int) -> int:
     at = start
     while at < stop:
         chunk = bytes(data[at:min(stop, at + CHUNK)])
+        _release(data, at, at + len(chunk))
         rest = len(chunk.lstrip(byte))
         if rest:
             return at + len(chunk) - rest - start

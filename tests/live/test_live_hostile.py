@@ -263,6 +263,7 @@ def test_all_blocks_cleared_begins_an_epoch_too():
 # ------------------------------------------------------------------ 8. the scraper
 @pytest.mark.parametrize("sample", ['vllm:kv_cache_usage_perc{engine="0"} NaN',
                                     'vllm:num_requests_running{engine="0"} +Inf',
+                                    'vllm:num_requests_running{engine="0"} -4',
                                     'vllm:cache_config_info{block_size="16",num_gpu_blocks="²"} 1.0'])
 def test_a_bad_sample_is_skipped_and_counted(sample):
     page = 'vllm:num_requests_waiting{engine="0"} 2.0\n' + sample + "\n"
