@@ -317,6 +317,135 @@ class SimulationEnded(Event):
     kind: ClassVar[str] = "ended"
 
 
+# ---------------------------------------------------------------------- a replicated control plane
+# The metadata store as a Raft group (metadata.replication, kvtui/sim/raft/): members m1, m2, ...
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataElection(Event):
+    """`member`'s election timeout ran out (`timeout_s`, drawn from [lo_s, hi_s]): it asks for
+    votes for `term` (with PreVote, `pre_vote`: asks whether it could win, its own term unchanged)."""
+
+    member: str
+    term: int
+    pre_vote: bool
+    timeout_s: float
+    lo_s: float
+    hi_s: float
+    last_term: int
+    last_index: int
+    kind: ClassVar[str] = "election"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataVote(Event):
+    """`voter` answers `candidate`'s (pre-)vote request for `term`; `reason` says why, with both logs' tails."""
+
+    voter: str
+    candidate: str
+    term: int
+    granted: bool
+    pre_vote: bool
+    reason: str
+    kind: ClassVar[str] = "vote"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataLeaderElected(Event):
+    """`member` won `term` with `votes` of `members` votes; the group had no leader for `without_leader_s`."""
+
+    member: str
+    term: int
+    votes: int
+    members: int
+    last_index: int
+    without_leader_s: float
+    kind: ClassVar[str] = "leader"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataTermChanged(Event):
+    """`member`'s term moved from `old_term` to `new_term`: it campaigned, or saw a higher term (`reason`)."""
+
+    member: str
+    old_term: int
+    new_term: int
+    reason: str
+    kind: ClassVar[str] = "term"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataStepDown(Event):
+    """The leader `member` of `term` is a follower again: `reason` (a higher term, or no majority heard)."""
+
+    member: str
+    term: int
+    reason: str
+    kind: ClassVar[str] = "step_down"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataCommitted(Event):
+    """The leader committed up to `index` (`entries` new): a majority appended and fsynced them;
+    the oldest waited `latency_ms` since it was proposed."""
+
+    member: str
+    term: int
+    index: int
+    entries: int
+    latency_ms: float
+    kind: ClassVar[str] = "commit"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataStaleRead(Event):
+    """The router read `member` (serializable) `behind` entries behind the commit index, and routed
+    `session` to `node` on it; `stale_blocks` is what that read said beyond what `node` holds."""
+
+    member: str
+    session: str
+    node: str
+    behind: int
+    stale_blocks: int
+    stale: str
+    kind: ClassVar[str] = "stale_read"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataMemberDown(Event):
+    member: str
+    was_leader: bool
+    term: int
+    kind: ClassVar[str] = "member_down"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataMemberUp(Event):
+    """`member` restarted: its term, vote and fsynced log survived; its store recovered from its WAL."""
+
+    member: str
+    term: int
+    last_index: int
+    applied: int
+    kind: ClassVar[str] = "member_up"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataPartitioned(Event):
+    """`members` are cut from `others` (peer links only: clients still reach every member)."""
+
+    members: tuple[str, ...]
+    others: tuple[str, ...]
+    duration_s: float
+    kind: ClassVar[str] = "partition"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MetadataHealed(Event):
+    members: tuple[str, ...]
+    kind: ClassVar[str] = "healed"
+
+
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     RequestArrived,
     RouteDecided,
@@ -338,5 +467,16 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     KVTransferWaiting,
     KVTransferStarted,
     KVTransferDone,
+    MetadataElection,
+    MetadataVote,
+    MetadataLeaderElected,
+    MetadataTermChanged,
+    MetadataStepDown,
+    MetadataCommitted,
+    MetadataStaleRead,
+    MetadataMemberDown,
+    MetadataMemberUp,
+    MetadataPartitioned,
+    MetadataHealed,
     SimulationEnded,
 )

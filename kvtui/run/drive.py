@@ -36,6 +36,7 @@ from kvtui.events import (
     ControlPlaneCrashed,
     ControlPlaneRecovered,
     Event,
+    MetadataCommitted,
     NodeDown,
     NodeUp,
 )
@@ -49,7 +50,7 @@ from kvtui.sim.metrics import Metrics
 from kvtui.sim.view import ViewCache, block_view, key_figures
 from kvtui.views import BlockView, ClusterView, KeyFigures
 
-FOLDABLE: tuple[type[Event], ...] = (BlocksStored, BatchStepped)  # what a coarse single step folds away
+FOLDABLE: tuple[type[Event], ...] = (BlocksStored, BatchStepped, MetadataCommitted)  # what a coarse single step folds away
 BIG_CLUSTER_BLOCKS = 20_000  # KV blocks in all, from which fewer checkpoints are kept
 
 

@@ -17,6 +17,13 @@ from kvtui.events import (
     ControlPlaneCrashed,
     ControlPlaneRecovered,
     Event,
+    MetadataElection,
+    MetadataHealed,
+    MetadataLeaderElected,
+    MetadataMemberDown,
+    MetadataMemberUp,
+    MetadataPartitioned,
+    MetadataStepDown,
     NodeCacheCleared,
     NodeDown,
     NodeUp,
@@ -40,6 +47,13 @@ LOG_TYPES = (
     PrefixPinned,
     ControlPlaneCrashed,
     ControlPlaneRecovered,
+    MetadataElection,
+    MetadataLeaderElected,
+    MetadataStepDown,
+    MetadataMemberDown,
+    MetadataMemberUp,
+    MetadataPartitioned,
+    MetadataHealed,
     SimulationEnded,
 )
 
@@ -52,6 +66,8 @@ MARKS: dict[type[Event], tuple[str, bool]] = {
     NodeUp: ("node up", False),
     ControlPlaneCrashed: ("control plane crash", False),
     ControlPlaneRecovered: ("control plane recovered", False),
+    MetadataLeaderElected: ("new metadata leader", False),
+    MetadataPartitioned: ("metadata partition", False),
 }
 
 HIT_WINDOW = 20  # a node label's hit rate is over its last this-many completed requests

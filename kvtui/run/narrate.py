@@ -46,7 +46,7 @@ from kvtui.events import (
     RouteDecided,
     SimulationEnded,
 )
-from kvtui.run import narrate_pd
+from kvtui.run import narrate_pd, narrate_raft
 from kvtui.run.facts import Facts, NoFacts
 
 __all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "fmt_score", "life_lines", "life_rows", "plural", "request_of", "summary"]
@@ -182,6 +182,10 @@ def summary(ev: Event) -> str:
             return f"END {ev.reason}"
         case DecodeRouted() | KVTransferWaiting() | KVTransferStarted() | KVTransferDone():
             return narrate_pd.summary(ev)
+        case _ if isinstance(ev, narrate_raft.TYPES):  # MetadataElection, MetadataVote, MetadataLeaderElected,
+            # MetadataTermChanged, MetadataStepDown, MetadataCommitted, MetadataStaleRead, MetadataMemberDown,
+            # MetadataMemberUp, MetadataPartitioned, MetadataHealed
+            return narrate_raft.summary(ev)
         case RequestArrived():
             return f"{ev.request} arrives ({ev.group}, turn {ev.turn}, {fmt_int(ev.prompt_tokens)}+{fmt_int(ev.output_tokens)} tokens)"
         case RequestScheduled():
@@ -573,6 +577,8 @@ def explain(ev: Event | None, facts: Facts | None = None, history: History | Non
             return _explain_ended(ev, facts)
         case DecodeRouted() | KVTransferWaiting() | KVTransferStarted() | KVTransferDone():
             return narrate_pd.explain(ev)
+        case _ if isinstance(ev, narrate_raft.TYPES):
+            return narrate_raft.explain(ev)
     return summary(ev)
 
 

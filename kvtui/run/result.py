@@ -1,5 +1,10 @@
 """The result document of one run (../shared/DESIGN.md section 5, a contract for scripts and notebooks).
 
+Schema version 5 added `control_plane`: null without a metadata store, else
+{"replication": null for one store, or the Raft group's figures (members, elections, terms,
+time_without_leader_s, commit_latency_ms {p50, p99}, kv_events_held / _lost, requests_delayed,
+stale_reads, stale_read_prefix_tokens, committed_entries_lost, applied_digests_equal, ...)}
+(kvtui/sim/raft/report.py, docs/results.md). `wal` then sums the members' stores.
 Schema version 4 (this file) added `disaggregation`: per-pool utilisation and work, the KV
 transfers (count, blocks, bytes, time on the wire, queueing, prefill-to-decode handoff) and
 how requests were split, for a run where a node has a prefill/decode role or the policy is a
@@ -18,7 +23,16 @@ from __future__ import annotations
 
 from kvtui import __version__
 
-RESULT_SCHEMA_VERSION = 4
+RESULT_SCHEMA_VERSION = 5
+
+
+def _control_plane(sim) -> dict | None:
+    """`control_plane`: null without a store; `replication` null for one store (members: 1)."""
+    cp = sim.control_plane
+    if cp is None:
+        return None
+    report = getattr(cp, "report", None)
+    return {"replication": report() if report is not None else None}
 
 
 def _routing_report(sim) -> dict:
@@ -132,4 +146,5 @@ def result_document(sim, wall_time_s: float) -> dict:
         "routing": _routing_report(sim),
         "disaggregation": _disaggregation(sim, sim_time),
         "wal": wal,
+        "control_plane": _control_plane(sim),
     }

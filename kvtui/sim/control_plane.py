@@ -32,16 +32,8 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING, Sequence
 
-from kvtui.events import (
-    BlocksEvicted,
-    BlocksStored,
-    ControlPlaneCrashed,
-    ControlPlaneRecovered,
-    Event,
-    NodeCacheCleared,
-    NodeDown,
-    NodeUp,
-)
+from kvtui.events import ControlPlaneCrashed, ControlPlaneRecovered, Event, NodeDown, NodeUp
+from kvtui.sim.metadata_ops import to_index, to_store
 from kvtui.scenario.model import Metadata
 from kvtui.store.metadata import MetadataStore
 
@@ -94,23 +86,8 @@ class ControlPlane:
         self._apply(ev)
 
     def _apply(self, ev: Event) -> None:
-        store, index = self.store, self.router.index
-        kind = type(ev)
-        if kind is BlocksStored:
-            if ev.medium == "gpu":
-                store.blocks_stored(ev.node, ev.keys, ev.group)
-            index.add(ev.node, ev.keys, ev.medium)
-        elif kind is BlocksEvicted:
-            if ev.medium == "gpu":
-                store.blocks_evicted(ev.node, ev.keys)
-            index.remove(ev.node, ev.keys, ev.medium)
-        elif kind is NodeCacheCleared:
-            store.node_cleared(ev.node)
-            index.clear(ev.node)
-        elif kind is NodeDown:
-            store.set_node_up(ev.node, False)
-        elif kind is NodeUp:
-            store.set_node_up(ev.node, True)
+        to_store(self.store, ev)
+        to_index(self.router.index, ev)
 
     def end_of_step(self) -> None:
         """Acknowledge what this sim instant wrote: one group commit when the clock is about to

@@ -33,7 +33,9 @@ from kvtui.scenario.model import Scenario, ScriptedEvent
 from kvtui.scenario.plan import node_plans
 from kvtui.scenario.serving import request_overhead_s
 from kvtui.sim.bus import Bus, Listener
+from kvtui.profiles import FSYNC_S
 from kvtui.sim.control_plane import ControlPlane
+from kvtui.sim.replicated_control_plane import ReplicatedControlPlane
 from kvtui.sim.metrics import METRICS_EVENT_TYPES, Metrics
 from kvtui.sim.node import Node
 from kvtui.sim.deployment import build_latency, node_links, node_offload
@@ -104,9 +106,15 @@ class Simulation:
         self.ended = False
         self._end_emitted = False
 
-        self.control_plane: ControlPlane | None = None
-        if scenario.metadata is not None:
-            self.control_plane = ControlPlane(self.bus, self.router, self.nodes, scenario.metadata)
+        self.control_plane: ControlPlane | ReplicatedControlPlane | None = None
+        meta = scenario.metadata
+        if meta is not None and meta.replication is not None and meta.replication.members > 1:
+            # its own child of the root, spawned after the workload's and the router's: theirs are unchanged
+            raft_rng = np.random.default_rng(root.spawn(1)[0])
+            fsync_s = plans[0].hardware.fsync_s if plans and plans[0].hardware is not None else FSYNC_S
+            self.control_plane = ReplicatedControlPlane(self.bus, self.router, self.nodes, meta, raft_rng, fsync_s)
+        elif meta is not None:
+            self.control_plane = ControlPlane(self.bus, self.router, self.nodes, meta)
 
         self.workload = self._build_workload()
         self.env.process(self._pin_prefixes())
@@ -180,6 +188,19 @@ class Simulation:
             self.node_up(cast(str, ev.node))
         elif ev.action == "control_plane_crash":
             self.crash_control_plane()
+        elif isinstance(self.control_plane, ReplicatedControlPlane):  # the loader allows metadata_* only then
+            self._member_fault(self.control_plane, ev)
+
+    def _member_fault(self, cp: ReplicatedControlPlane, ev: ScriptedEvent) -> None:
+        match ev.action:
+            case "metadata_leader_down":
+                cp.kill_leader(ev.duration_s)
+            case "metadata_member_down":
+                cp.member_down(cast(str, ev.member), ev.duration_s)
+            case "metadata_member_up":
+                cp.member_up(cast(str, ev.member))
+            case "metadata_partition":
+                cp.partition(ev.members, cast(float, ev.duration_s))
 
     def node_down(self, name: str, in_flight: str = "reroute") -> None:
         node = self.node_by_name[name]
@@ -208,10 +229,14 @@ class Simulation:
             self.bus.emit(PrefixPinned, node=name, group=group, blocks=blocks)
 
     def crash_control_plane(self) -> bool:
-        """Crash the control plane and start its recovery; False when there is no store."""
-        if self.control_plane is None:
+        """Crash the control plane and start its recovery (a replicated one: kill its leader, which
+        restarts a few seconds later); False when there is no store (or no leader to kill)."""
+        cp = self.control_plane
+        if cp is None:
             return False
-        self.control_plane.crash()
+        if isinstance(cp, ReplicatedControlPlane):
+            return cp.kill_leader() is not None
+        cp.crash()
         return True
 
     def close(self) -> None:

@@ -244,6 +244,10 @@ class Environment:
         timer.callbacks = [callback]
         return timer
 
+    def pending(self) -> int:
+        """Events in the queue (a component that keeps ticking asks whether anything else is left)."""
+        return len(self._queue)
+
     def peek(self) -> Time:
         queue = self._queue
         return queue[0][0] if queue else INFINITY

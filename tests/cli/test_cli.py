@@ -46,13 +46,14 @@ def test_compare_one_row_per_policy(tmp_path):
     assert runs[0]["seed"] == runs[1]["seed"]
 
 
-def test_result_document_schema_version_4(tmp_path):
+def test_result_document_schema_version_5(tmp_path):
     out = tmp_path / "out.json"
     p = kvtui("run", str(SCENARIOS / "pressure.yaml"), "--json", str(out))
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     assert doc["disaggregation"] is None  # no node has a role, the policy is colocated
+    assert doc["control_plane"] is None  # no metadata store
     assert set(doc["slo"]) == {"with_slo", "met", "attainment", "goodput_rps"}
     assert set(doc["latency_ms"]["itl"]) == {"mean", "p50", "p90", "p95", "p99", "max"}
     assert {"shed", "success_rate", "rejected_reasons", "turns_cut"} <= set(doc["requests"])

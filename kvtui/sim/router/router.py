@@ -97,6 +97,7 @@ class Router:
         self.reject_while_down = False
         self.held: list[Request] = []
         self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0}
+        self.last_stale, self.last_stale_blocks = "", 0  # the last decision's gap (a replicated store's stale reads)
         self.pairs: PairRoute | None = PairRoute(self) if self.policy.PAIRED else None
 
         bus.listen(self._on_kv_event, KV_EVENTS, {BlocksStored: self._stored, BlocksEvicted: self._evicted})
@@ -279,6 +280,7 @@ class Router:
 
     def _check_staleness(self, decision: Decision, states: Sequence[NodeState], keys: Sequence[int]) -> str:
         """Compare the index's answer for the chosen node with its pool; count and describe a gap."""
+        self.last_stale, self.last_stale_blocks = "", 0
         if decision.node is None:
             return ""
         self.stats["decisions"] += 1
@@ -288,11 +290,14 @@ class Router:
         if said == holds:
             return ""
         self.stats["stale_decisions"] += 1
+        self.last_stale_blocks = abs(said - holds)
         if said > holds:
             self.stats["stale_said_cached"] += 1
-            return f"index said {said} blocks cached on {node.name}, it holds {holds}"
-        self.stats["stale_said_missing"] += 1
-        return f"index said {said} blocks on {node.name}, it holds {holds} (not yet reported)"
+            self.last_stale = f"index said {said} blocks cached on {node.name}, it holds {holds}"
+        else:
+            self.stats["stale_said_missing"] += 1
+            self.last_stale = f"index said {said} blocks on {node.name}, it holds {holds} (not yet reported)"
+        return self.last_stale
 
     # ------------------------------------------------------------------ control-plane downtime
     def hold(self, reject: bool) -> None:
