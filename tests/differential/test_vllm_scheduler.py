@@ -179,27 +179,36 @@ def compare(theirs: list[dict], ours: list[dict]) -> tuple[Counter, str | None]:
     return agree, first
 
 
-def run_streams(streams: list[dict], segments: bool) -> list[tuple[dict, str | None]]:
-    """(the stream, its first disagreement or None) for each stream."""
-    theirs = vllm_steps(streams)
+def disagreements(streams: list[dict], theirs: list[dict], segments: bool) -> list[tuple[dict, str]]:
+    """(the stream, its first disagreement) for each stream where kvtui parts from vLLM."""
     out = []
     for s, answer in zip(streams, theirs):
         if "error" in answer:
             out.append((s, f"the vLLM side failed: {answer['error']}"))
             continue
         ours = Stepper(s, answer["keys"], segments).run(len(answer["steps"]) + 1)
-        out.append((s, compare(answer["steps"], ours)[1]))
+        why = compare(answer["steps"], ours)[1]
+        if why is not None:
+            out.append((s, why))
     return out
 
 
+@pytest.fixture(scope="module")
+def vllm_answers() -> tuple[list[dict], list[dict]]:
+    """The generated streams, then the minimal ones, and vLLM's steps for each: one peer
+    process for the whole file (its answers do not depend on kvtui's segment setting)."""
+    streams = [stream(seed) for seed in range(peers.cases(30))] + list(MINIMAL.values())
+    return streams, vllm_steps(streams)
+
+
 @pytest.mark.parametrize("segments", (False, True), ids=("single-iterations", "segments"))
-def test_node_schedules_as_vllm_does(segments, capsys):
-    streams = [stream(seed) for seed in range(peers.cases(30))]
-    results = run_streams(streams, segments)
-    wrong = [(s, why) for s, why in results if why is not None]
+def test_node_schedules_as_vllm_does(vllm_answers, segments, capsys):
+    streams, theirs = vllm_answers
+    n = len(streams) - len(MINIMAL)
+    wrong = disagreements(streams[:n], theirs[:n], segments)
     with capsys.disabled():
         print(f"\nvLLM 0.32.0 scheduler, segments {'on' if segments else 'off'}: "
-              f"{len(results) - len(wrong)} of {len(results)} streams agree step for step")
+              f"{n - len(wrong)} of {n} streams agree step for step")
     assert not wrong, f"{len(wrong)} streams disagree; the first: {wrong[0][1]}\n{json.dumps(wrong[0][0])}"
 
 
@@ -233,9 +242,8 @@ def toy_keys(tokens: list[int]) -> list[int]:
 # ---------------------------------------------------------------- one minimal stream per rule
 # Each is what vLLM 0.32.0's Scheduler does on the stream (checked against the peer by
 # `test_minimal_streams_agree_with_vllm`), asserted on the node alone so that it runs, and
-# fails without its rule, on a machine without the peer. Issue 31 read the same rules in vLLM
-# 0.33.0's source (vllm/v1/core/sched/scheduler.py, vllm/v1/core/kv_cache_manager.py); that
-# reading was not re-checked against the 0.33.0 wheel here.
+# fails without its rule, on a machine without the peer. vLLM 0.33.0's wheel has the same rules
+# (vllm/v1/core/sched/scheduler.py, vllm/v1/core/kv_cache_manager.py; see kvtui/sim/node.py).
 def _tokens(start: int, n: int) -> list[int]:
     return list(range(start, start + n))
 
@@ -309,8 +317,10 @@ def test_a_segment_cut_short_takes_no_block_early():
     assert [r["free"] for r in on if r["free"] is not None] == [r["free"] for r, o in zip(off, on) if o["free"] is not None]
 
 
-def test_minimal_streams_agree_with_vllm():
-    for segments in (False, True):
-        for name, s in MINIMAL.items():
-            [(_, why)] = run_streams([s], segments)
-            assert why is None, f"{name} (segments {'on' if segments else 'off'}): {why}"
+@pytest.mark.parametrize("segments", (False, True), ids=("single-iterations", "segments"))
+def test_minimal_streams_agree_with_vllm(vllm_answers, segments):
+    streams, theirs = vllm_answers
+    n = len(streams) - len(MINIMAL)
+    wrong = disagreements(streams[n:], theirs[n:], segments)
+    names = {id(s): name for name, s in MINIMAL.items()}
+    assert not wrong, [f"{names[id(s)]}: {why}" for s, why in wrong]
