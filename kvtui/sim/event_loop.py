@@ -30,7 +30,7 @@ INTERRUPTS = (simpy.Interrupt, loop.Interrupt)
 
 
 class SimpyEnvironment(simpy.Environment):
-    """simpy's Environment with the two calls kvtui's loop adds, written with simpy's own
+    """simpy's Environment with the three calls kvtui's loop adds, written with simpy's own
     `step()` and `timeout()`: nothing of its ordering is changed."""
 
     def run_through(self, limit: float, most: int) -> int:
@@ -42,6 +42,11 @@ class SimpyEnvironment(simpy.Environment):
             step()
             done += 1
         return done
+
+    def pending(self) -> int:
+        """Events in simpy's queue, as kvtui's loop counts them (the Raft group asks whether
+        anything but its own ticks is left)."""
+        return len(self._queue)
 
     def call_later(self, delay: float, callback: Callable[[simpy.Event], None]) -> simpy.Timeout:
         """A timeout `delay` from now whose one callback is `callback`."""
