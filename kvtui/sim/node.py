@@ -122,6 +122,8 @@ class Node:
         self._up_event: loop.Event | None = None
         self._busy = False
         self._segment: tuple[float, list[float]] = (0.0, [])  # (start, iteration durations) of the segment running
+        self._segment_plan: _Plan | None = None  # the multi-iteration segment running, if one is
+        self._segment_worked = 1  # its iterations whose block work is done (iteration 0's at planning)
         self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
         # prefill/decode disaggregation (kvtui/sim/handoff.py): who takes a request this node
         # prefilled for another, requests on their way here, and a count of lives (a failure
@@ -236,6 +238,7 @@ class Node:
         free batch slot and the blocks, counting those promised to transfers under way)."""
         if len(self.running) + self.inbound >= self.max_num_seqs:
             return None
+        self._catch_up_segment()
         kv = self.kv
         hit = kv.computed(req, req.prompt_tokens)
         need = kv.need(req, hit, req.prompt_tokens - hit.tokens)
@@ -244,6 +247,22 @@ class Node:
         load_s = kv.admit(req, hit, need)
         self.inbound += 1
         return len(hit.gpu) + hit.loaded, load_s
+
+    def _catch_up_segment(self) -> None:
+        """A reservation in the middle of a decode segment (a transfer from a prefill node) must
+        find the pool as single steps would have left it: the iterations started by now have
+        allocated and cached their blocks. Do that block work now, and cut the segment at the end
+        of the iteration in progress, so that the next iterations are planned with the
+        reservation in the pool (as an arrival cuts a segment)."""
+        plan = self._segment_plan
+        if plan is None:
+            return
+        start, durations = self._segment
+        started, _ = _iterations_done(durations, self.env.now - start)
+        if started > self._segment_worked:
+            self._segment_blocks(plan.decode, self._segment_worked, started)
+            self._segment_worked = started
+        self._kick()
 
     def accept(self, req: Request, ready: int) -> None:
         """The transfer landed: register the blocks it wrote and run the request, its last prompt
@@ -326,20 +345,14 @@ class Node:
                 self._busy = True
                 self._segment = (start, durations)
                 if len(durations) > 1:
+                    self._segment_plan = plan
                     self._wake = env.event()
                     yield env.timeout(total) | self._wake
                     done = len(durations)
                     elapsed = env.now - start
                     if elapsed < total - _EPS:
-                        # An arrival: finish the iteration in progress (if the arrival fell
-                        # exactly on a boundary, none is in progress), then re-plan.
-                        done, end = 0, 0.0
-                        while done < len(durations) - 1 and end + durations[done] <= elapsed + _EPS:
-                            end += durations[done]
-                            done += 1
-                        if done == 0 or end < elapsed - _EPS:
-                            end += durations[done]
-                            done += 1
+                        # An arrival: finish the iteration in progress, then re-plan.
+                        done, end = _iterations_done(durations, elapsed)
                         if end - elapsed > _EPS:
                             yield env.timeout(end - elapsed)
                 else:
@@ -349,6 +362,8 @@ class Node:
                 self._commit(plan, done, env.now - start)
             except INTERRUPTS:
                 self._busy = False  # went down mid-iteration: its work is lost with the cache
+                self._segment_plan = None
+                self._segment_worked = 1
 
     def _plan(self) -> _Plan | None:
         """Decide the next segment, allocating (and evicting, preempting) as vLLM would."""
@@ -503,9 +518,9 @@ class Node:
         context = sum(r.computed for r in plan.decode)
         plan.durations = lat.decode_run(k, seqs, context)
 
-    def _segment_blocks(self, decode: list[Request], done: int) -> None:
-        """The block work of a segment's iterations 1..done-1 (iteration 0's was done when it
-        was planned), in vLLM's order: iteration by iteration, and within one the requests in
+    def _segment_blocks(self, decode: list[Request], lo: int, done: int) -> None:
+        """The block work of a segment's iterations lo..done-1 (iteration 0's was done when it
+        was planned; a reservation mid-segment may have done some: `_catch_up_segment`), in vLLM's order: iteration by iteration, and within one the requests in
         scheduling order, each allocating the block its token starts (`allocate_slots`) and
         caching the block its token fills (`cache_blocks`). A segment is at most `block_size`
         iterations, so a request does each at most once in it."""
@@ -513,10 +528,10 @@ class Node:
         work: list[tuple[int, int, int]] = []  # (iteration, request's index, 0 allocate / 1 cache)
         for idx, req in enumerate(decode):
             starts = -req.computed % bs or bs  # the first iteration >= 1 whose token starts a block
-            if starts < done:
+            if lo <= starts < done:
                 work.append((starts, idx, 0))
             fills = -(req.computed + 1) % bs or bs  # the first iteration >= 1 whose token fills one
-            if fills < done:
+            if lo <= fills < done:
                 work.append((fills, idx, 1))
         if not work:
             return
@@ -575,8 +590,10 @@ class Node:
                     self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now + late - req.arrival)
                 if req.generated >= req.output_tokens:
                     ending.add(req)
-        if done > 1:
-            self._segment_blocks(plan.decode, done)
+        if done > self._segment_worked:
+            self._segment_blocks(plan.decode, self._segment_worked, done)
+        self._segment_plan = None
+        self._segment_worked = 1
         for req in plan.decode:
             req.computed += done
             req.generated += done
@@ -656,3 +673,17 @@ class Node:
                 slo_tpot=req.slo_tpot_s,
             )
         self.on_finish(req, outcome)
+
+
+def _iterations_done(durations: list[float], elapsed: float) -> tuple[int, float]:
+    """A segment cut `elapsed` seconds in: how many of its iterations will have run once the
+    one in progress ends, and when that is (from the segment's start). An iteration in progress
+    is finished; on a boundary exactly none is in progress."""
+    done, end = 0, 0.0
+    while done < len(durations) - 1 and end + durations[done] <= elapsed + _EPS:
+        end += durations[done]
+        done += 1
+    if done == 0 or end < elapsed - _EPS:
+        end += durations[done]
+        done += 1
+    return done, end

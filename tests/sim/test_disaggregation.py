@@ -8,6 +8,7 @@ import pytest
 
 from kvtui.errors import InputError
 from kvtui.events import (
+    BlocksStored,
     DecodeRouted,
     FirstToken,
     KVTransferDone,
@@ -323,8 +324,12 @@ def test_dynamo_picks_the_decode_node_when_the_prefill_ends_llm_d_at_arrival(tmp
         for d in decoded:
             if at_arrival:
                 assert d.t == routed[d.request].t and d.seq == routed[d.request].seq + 1
-            else:  # at the prefill's end: the handoff that follows is the same instant, next event
-                assert d.t > routed[d.request].t and (d.t, d.seq + 1) == (handed[d.request].t, handed[d.request].seq)
+            else:  # at the prefill's end: the handoff follows at the same instant; between them
+                # only the blocks a decode segment in progress had already filled (Node._catch_up_segment)
+                h = handed[d.request]
+                between = [e for e in events if d.seq < e.seq < h.seq]
+                assert d.t > routed[d.request].t and d.t == h.t
+                assert all(isinstance(e, BlocksStored) and e.node == d.node for e in between), between
 
 
 def test_a_decode_pick_at_the_prefill_end_leaves_the_prefill_node_out(tmp_path):
@@ -348,3 +353,27 @@ def test_no_decode_node_at_the_prefill_end_rejects_and_frees_the_prefill(tmp_pat
     assert all("no node can take it" in r.reason and "decode-a: decode-a is down" in r.reason for r in rejected)
     assert all(n.pool.used_count == 0 and n.outbound == 0 for n in sim.nodes)
     assert sim.in_flight() == 0 and not of(events, KVTransferStarted)
+
+
+
+SMALL_DECODE = """
+    - {name: prefill-a, role: prefill, host: h1}
+    - {name: decode-a, role: decode, host: h1, kv_blocks: 120}
+"""
+
+
+def test_a_transfer_reserved_mid_segment_leaves_the_segment_its_blocks(tmp_path):
+    """A decode node in a multi-iteration segment gets a reservation from a prefill node: the
+    iterations started by then take their blocks first and the segment is cut, so its commit
+    finds them. Before the fix the reservation took blocks the segment had counted on, and its
+    commit raised OutOfBlocks (benchmarks/disagg_study.py after the scheduler change)."""
+    workload = """
+        workload:
+          duration_s: 6
+          arrival: {process: poisson, rate: 6}
+          groups:
+            - {name: chat, system_prompt_tokens: 256, question_tokens: 200, output_tokens: 120, turns: 1}
+        """
+    sim, events = run(scenario(tmp_path, SMALL_DECODE, workload=workload))
+    assert of(events, KVTransferWaiting)  # the decode pool was full at times
+    assert len(of(events, RequestCompleted)) == sim.metrics.arrived
