@@ -21,12 +21,15 @@ pass k end, send and finish a few requests well inside that second, wait for pas
 policy gets simulated time k at those decisions and an eviction interval of 1 s, so its pass
 falls between the same two decisions. A window whose request reached its worker too late to be
 sure it preceded the next pass restarts the stream on a fresh gateway (same seed). The
-gateway's global epoch counter has already been advanced by its worker registrations ("Initializing cache-aware policy
-with N workers": N root inserts each, racing), read from the same log, so kvtui's tree starts
-from the same epoch and re-stamps on the same matches (one in eight).
+gateway's global epoch counter has already been advanced by its worker registrations
+("Initializing cache-aware policy with N workers": N root inserts each, racing), read from the
+same log, so kvtui's tree starts from the same epoch and re-stamps on the same matches (one in
+eight). Evicting streams use two workers: with more, a run whose creator was evicted falls back
+to the first of a per-process hash map, which nothing outside the gateway can foresee.
 
 Size: `cases(300)` decisions for the plain stream and `cases(60)` for the evicting ones
-(KVTUI_DIFF_SCALE); the agreement rates are printed.
+(KVTUI_DIFF_SCALE); the agreement rates are printed. The evicting ones run on the gateway's
+clock, about a second per three decisions: ~20 s at scale 1, ~50 min at scale 34.
 """
 
 from __future__ import annotations
