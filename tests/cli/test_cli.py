@@ -53,7 +53,7 @@ def test_result_document_schema_version_5(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["schema_version"] == 5
     assert doc["disaggregation"] is None  # no node has a role, the policy is colocated
-    assert doc["control_plane"] is None  # no metadata store
+    assert doc["control_plane"] == {"replication": None}  # one WAL store, not replicated
     assert set(doc["slo"]) == {"with_slo", "met", "attainment", "goodput_rps"}
     assert set(doc["latency_ms"]["itl"]) == {"mean", "p50", "p90", "p95", "p99", "max"}
     assert {"shed", "success_rate", "rejected_reasons", "turns_cut"} <= set(doc["requests"])

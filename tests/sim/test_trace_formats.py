@@ -16,7 +16,7 @@ from kvtui.scenario.model import Arrival, Trace
 from kvtui.scenario.trace_formats import TRACE_FORMATS, format_of_path
 from kvtui.sim.workload.trace import TraceWorkload
 from kvtui.sim.workload.trace_keys import HashChain, covered_keys
-from tests.sim.test_traces import AZURE, MOONCAKE, WEKA, needs_data, replay
+from trace_support import AZURE, MOONCAKE, WEKA, needs_data, replay
 
 NEVER = re.compile(rb"(?!)")
 

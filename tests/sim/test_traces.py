@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kvtui.sim import loop
 
 from kvtui.errors import InputError
 from kvtui.scenario.model import Arrival, Trace
@@ -20,51 +19,7 @@ from kvtui.sim.request import Request
 from kvtui.sim.workload.trace import TraceWorkload, spread_ties
 from kvtui.sim.workload.hashing import GOLDEN, chain_opaque, opaque_key
 from kvtui.sim.workload.trace_keys import HashChain, common_prefix, covered_keys
-
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
-MOONCAKE = TRACES / "mooncake" / "conversation_trace.jsonl"
-MOONCAKE_SYNTH = TRACES / "mooncake" / "synthetic_trace.jsonl"
-AZURE = TRACES / "azure-2023" / "AzureLLMInferenceTrace_conv.csv"
-WEKA = TRACES / "weka-agentic"
-
-needs_data = pytest.mark.skipif(not TRACES.is_dir(), reason=f"shared trace data not found at {TRACES}")
-
-
-def replay(
-    fmt: str,
-    path,
-    *,
-    limit=None,
-    start_s=0.0,
-    time_scale=1.0,
-    arrival=Arrival(),
-    bs=16,
-    delay=1.0,
-    until=None,
-    reject=lambda req: False,
-    copies=1,
-    skip_invalid=False,
-) -> tuple[TraceWorkload, list[Request]]:
-    env = loop.Environment()
-    got: list[Request] = []
-
-    def submit(req: Request) -> loop.Event:
-        assert req.arrival == env.now
-        got.append(req)
-        if reject(req):
-            ev = env.event()
-            ev.succeed("rejected")
-            return ev
-        return env.timeout(delay, value="completed")
-
-    trace = Trace(
-        format=fmt, path=str(path), limit=limit, start_s=start_s, time_scale=time_scale, copies=copies, skip_invalid=skip_invalid
-    )
-    wl = TraceWorkload(trace, arrival, bs, np.random.default_rng(0))
-    wl.start(env, submit)
-    env.run(until=until)
-    return wl, got
-
+from trace_support import AZURE, MOONCAKE, MOONCAKE_SYNTH, TRACES, WEKA, needs_data, replay  # noqa: F401
 
 def shared_blocks(a: Request, b: Request) -> int:
     return common_prefix(list(a.block_keys), list(b.block_keys))

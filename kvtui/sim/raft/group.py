@@ -5,7 +5,7 @@ entries, or grants a vote, only after its fsync (the hardware profile's `fsync_u
 persists currentTerm, votedFor and the log before answering (paper Figure 2), and an entry
 commits when a majority has appended and fsynced it. Election timeouts are drawn uniformly
 from [lo, hi] from the group's own child of the run's SeedSequence; etcd draws from
-[electionTimeout, 2 x electionTimeout) (raft.go resetRandomizedElectionTimeout), the default.
+[electionTimeout, 2 x electionTimeout) (etcd-io/raft v3.6.0 raft.go resetRandomizedElectionTimeout), the default.
 
 The group starts as a running cluster does: m1 leads term 1, every member has voted for it, so
 a run starts with a leader rather than with an election.
@@ -240,7 +240,7 @@ class RaftGroup:
         self.emit(MetadataCommitted, member=m.name, term=m.term, index=new, entries=new - old,
                   latency_ms=round(max(waited, default=0.0) * 1000, 6))
         self.apply(m)
-        m.broadcast()  # followers learn the commit now, not at the next heartbeat (raft.go stepLeader: bcastAppend)
+        m.broadcast()  # followers learn the commit now, not at the next heartbeat (etcd-io/raft v3.6.0 etcd-io/raft v3.6.0 raft.go stepLeader: bcastAppend)
         self.on_change()
 
     def apply(self, m: Member) -> None:

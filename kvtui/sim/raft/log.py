@@ -54,11 +54,11 @@ class RaftLog:
 
     def matches(self, prev_index: int, prev_term: int) -> bool:
         """AppendEntries' consistency check (§5.3): this log holds an entry at `prev_index` of
-        `prev_term` (log.go matchTerm)."""
+        `prev_term` (etcd-io/raft v3.6.0 log.go matchTerm)."""
         return self.term_at(prev_index) == prev_term
 
     def append_after(self, prev_index: int, entries: tuple[Entry, ...]) -> int:
-        """Put `entries` after `prev_index` (the consistency check passed). An existing entry that
+        """(etcd-io/raft v3.6.0) Put `entries` after `prev_index` (the consistency check passed). An existing entry that
         conflicts (same index, another term) is deleted with all that follow it, and entries
         already present are kept (§5.3, receiver rule 3-4; log.go findConflict / maybeAppend):
         a late, reordered AppendEntries never truncates what a newer one appended. Returns the

@@ -12,20 +12,36 @@ raft.go Step, `inLease`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kvtui.sim.raft.log import Entry, RaftLog
 from kvtui.sim.raft.messages import Append, AppendReply, Message, VoteReply, VoteRequest
 
-if TYPE_CHECKING:
-    from kvtui.sim.raft.group import RaftGroup
+
+class Carrier(Protocol):
+    """What a member asks of its group (group.py's RaftGroup): the member decides, the group
+    carries it out. A Protocol, so that member.py does not import group.py (no cycle)."""
+
+    lo_s: float
+
+    def draw_timeout(self) -> float: ...
+    def arm_election(self, m: "Member") -> None: ...
+    def send(self, msg: Message, persist: bool = False) -> None: ...
+    def persist(self, m: "Member", index: int, reply: Message | None = None) -> None: ...
+    def term_changed(self, m: "Member", old: int, new: int, reason: str) -> None: ...
+    def election_started(self, m: "Member", term: int, pre: bool) -> None: ...
+    def vote_cast(self, voter: "Member", req: VoteRequest, granted: bool, reason: str, reply: bool = True) -> None: ...
+    def became_leader(self, m: "Member") -> None: ...
+    def stepped_down(self, m: "Member", reason: str) -> None: ...
+    def committed(self, m: "Member", old: int, new: int) -> None: ...
+    def apply(self, m: "Member") -> None: ...
 
 FOLLOWER, PRE_CANDIDATE, CANDIDATE, LEADER = "follower", "pre-candidate", "candidate", "leader"
 MAX_ENTRIES_PER_APPEND = 4096  # etcd bounds a MsgApp by bytes (MaxSizePerMsg); a count does here
 
 
 class Member:
-    def __init__(self, name: str, names: tuple[str, ...], group: "RaftGroup"):
+    def __init__(self, name: str, names: tuple[str, ...], group: Carrier):
         self.name = name
         self.peers = tuple(n for n in names if n != name)
         self.quorum = len(names) // 2 + 1
@@ -57,7 +73,7 @@ class Member:
         return self.timer_start + self.timeout_s
 
     def in_lease(self, now: float) -> bool:
-        """Heard from a leader within the (base) election timeout: raft.go's `inLease`."""
+        """Heard from a leader within the (base) election timeout: etcd-io/raft v3.6.0 raft.go's `inLease`."""
         if self.role == LEADER:
             return True
         return self.leader is not None and now - self.heard_at < self.group.lo_s
@@ -67,7 +83,7 @@ class Member:
 
     # ------------------------------------------------------------------ role changes
     def reset_timer(self, now: float, redraw: bool) -> None:
-        """Restart the election timer; a role or term change draws a new timeout (raft.go reset
+        """Restart the election timer; a role or term change draws a new timeout (etcd-io/raft v3.6.0 raft.go reset
         -> resetRandomizedElectionTimeout), a heartbeat only restarts the count."""
         if redraw:
             self.timeout_s = self.group.draw_timeout()
@@ -92,7 +108,7 @@ class Member:
         self.reset_timer(now, redraw=True)
 
     def campaign(self, now: float, pre: bool) -> None:
-        """§5.2: a follower whose timeout ran out asks for votes (thesis §9.6: first, with
+        """§5.2 (etcd-io/raft v3.6.0): a follower whose timeout ran out asks for votes (thesis §9.6: first, with
         PreVote, whether it could win, at term + 1 without moving its own term;
         raft.go campaign(campaignPreElection))."""
         if pre:
@@ -112,7 +128,7 @@ class Member:
             self.group.send(msg, persist=not pre)  # a real campaign fsyncs its term and vote first
 
     def become_leader(self, now: float) -> None:
-        """§5.2/§5.3: lead; every follower's next index starts after the leader's last entry.
+        """§5.2/§5.3 (etcd-io/raft v3.6.0): lead; every follower's next index starts after the leader's last entry.
         The first entry is a no-op of the new term (§8; raft.go becomeLeader appends an empty
         entry), so entries of earlier terms commit with it (§5.4.2)."""
         self.role = LEADER
@@ -159,7 +175,7 @@ class Member:
 
     def check_quorum(self, now: float) -> None:
         """Thesis §6.2: a leader that heard from fewer than a majority within an election timeout
-        steps down (raft.go MsgCheckQuorum), so a cut leader stops answering reads."""
+        steps down (etcd-io/raft v3.6.0 raft.go MsgCheckQuorum), so a cut leader stops answering reads."""
         active = len(self.recent_active) + 1
         self.recent_active = set()
         if active < self.quorum:
@@ -168,7 +184,7 @@ class Member:
 
     # ------------------------------------------------------------------ receiving
     def receive(self, m: Message, now: float) -> None:
-        """raft.go Step: terms first (§5.1), then the message by its type."""
+        """etcd-io/raft v3.6.0 raft.go Step: terms first (§5.1), then the message by its type."""
         if m.term > self.term:
             if isinstance(m, VoteRequest) and self.in_lease(now):
                 self.group.vote_cast(self, m, False, f"heard from leader {self.leader} {self._since(now)} ago, "
@@ -196,14 +212,14 @@ class Member:
 
     def _stale(self, m: Message) -> None:
         """A message of an older term: a stale leader learns the newer term from the reply
-        (raft.go Step, with check-quorum or PreVote on); a stale pre-vote is refused."""
+        (etcd-io/raft v3.6.0 raft.go Step, with check-quorum or PreVote on); a stale pre-vote is refused."""
         if isinstance(m, Append):
             self.group.send(AppendReply(self.name, m.src, self.term, False, self.log.last_index))
         elif isinstance(m, VoteRequest):
             self.group.vote_cast(self, m, False, f"its term {m.term} is behind mine ({self.term})", reply=m.pre)
 
     def _on_vote_request(self, m: VoteRequest, now: float) -> None:
-        """§5.2 one vote per term, §5.4.1 only for a log at least as up to date (raft.go Step,
+        """§5.2 one vote per term, §5.4.1 only for a log at least as up to date (etcd-io/raft v3.6.0 raft.go Step,
         `canVote`)."""
         free = self.voted_for == m.src or (self.voted_for is None and self.leader is None) or (m.pre and m.term > self.term)
         if not free:
@@ -272,7 +288,7 @@ class Member:
             if self.next_index[m.src] <= self.log.last_index:
                 self.send_append(m.src)
             return
-        # rejected: back off to the hint, never below what is known to match (raft.go
+        # rejected: back off to the hint, never below what is known to match (etcd-io/raft v3.6.0 raft.go
         # stepLeader MsgAppResp Reject -> MaybeDecrTo)
         self.next_index[m.src] = max(self.match_index[m.src] + 1, min(self.next_index[m.src] - 1, m.match + 1))
         self.send_append(m.src)
