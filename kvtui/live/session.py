@@ -43,6 +43,7 @@ class LiveSession:
         self.poller = zmq.Poller()
         for s in self.subscribers:
             self.poller.register(s.socket, zmq.POLLIN)
+            self.poller.register(s.connects, zmq.POLLIN)
 
     def deliver(self, delivery: Delivery) -> None:
         if self.recorder is not None:
@@ -55,7 +56,7 @@ class LiveSession:
     def poll(self, timeout: float) -> int:
         """Wait up to `timeout` seconds for messages; handle all that are ready. Returns how many."""
         ready = dict(self.poller.poll(int(timeout * 1000)))
-        n = sum(s.drain() for s in self.subscribers if s.socket in ready)
+        n = sum(s.drain() for s in self.subscribers if s.socket in ready or s.connects in ready)
         for source in self.sources:
             for delivery in source.take():
                 self.deliver(delivery)

@@ -23,7 +23,11 @@ the start can give: its frames hash as one of the last RECENT delivered did) or 
 numbering from there, so nothing the new process publishes is dropped.
 
 An engine that is not up is not an error: ZMQ connects in the background and retries with
-exponential backoff (RECONNECT_IVL doubling up to RECONNECT_IVL_MAX). A replay request gets
+exponential backoff (RECONNECT_IVL doubling up to RECONNECT_IVL_MAX). Each time the SUB socket
+connects (the first time, or again after the engine went away) the subscriber asks replay for
+everything from the expected seq, as at the start: an engine that comes up while kvtui waits
+between two attempts publishes into no subscription (a PUB drops what no peer gets), and if it
+then falls quiet nothing later would show the gap. A replay request gets
 `replay_timeout` seconds between messages and REPLAY_DEADLINES times that in all, so a replay
 socket that answers slowly, forever, or never cannot hold kvtui up; what did not come is a gap.
 """
@@ -35,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from kvtui.live.delivery import Delivery, Gap, Received, Restarted
 from kvtui.live.wire import END_SEQ, Malformed, batch_seq
@@ -59,9 +64,13 @@ class Subscriber:
         self.recent: OrderedDict[int, int] = OrderedDict()  # seq -> hash of its frames
         self.socket = _connect(ctx.socket(zmq.SUB), endpoint)
         self.socket.setsockopt(zmq.SUBSCRIBE, b"")
+        self.connects = self.socket.get_monitor_socket(zmq.EVENT_CONNECTED)
 
     def drain(self, most: int = DRAIN_MAX) -> int:
-        """Handle the messages waiting on the socket, at most `most`; returns how many."""
+        """Catch up after a new connection, then handle the messages waiting on the socket,
+        at most `most`; returns how many."""
+        if self._connected():
+            self.catch_up()
         n = 0
         while n < most:
             try:
@@ -71,6 +80,13 @@ class Subscriber:
             self.on_message(frames)
             n += 1
         return n
+
+    def _connected(self) -> bool:
+        """Whether the SUB socket connected since the last look (its monitor's events)."""
+        connected = False
+        while self.connects.poll(0):
+            connected |= recv_monitor_message(self.connects)["event"] == zmq.EVENT_CONNECTED
+        return connected
 
     def on_message(self, frames: list[bytes]) -> None:
         seq = _seq_of(frames)
@@ -150,6 +166,8 @@ class Subscriber:
                 yield seq, frames
 
     def close(self) -> None:
+        self.socket.disable_monitor()
+        self.connects.close(linger=0)
         self.socket.close(linger=0)
 
 

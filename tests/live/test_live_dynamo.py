@@ -30,6 +30,7 @@ from kvtui.live.engines import Engine
 from kvtui.live.recording import Recorder, read_recording
 from kvtui.live.wire import BlockRemoved, BlockStored, decode_message
 from kvtui.live.session import LiveSession
+from kvtui.live.subscriber import RECONNECT_MAX_MS
 from kvtui.sim.workload.hashing import chain_keys
 
 from differential import peers
@@ -132,10 +133,19 @@ def _send(python: str, env: dict, tmp_path, session: LiveSession, raw: RawCount)
         client.kill()
     assert client.wait() == 0, log.read_text()[-2000:]
     quiet = time.monotonic() + 1.0
-    while time.monotonic() < quiet:
+    caught_up = time.monotonic() + RECONNECT_MAX_MS / 1000 + 5.0
+    while time.monotonic() < quiet or (_behind(session, raw) and time.monotonic() < caught_up):
         session.poll(0.05)
         raw.drain()
     return json.loads(prompts_file.read_text())
+
+
+def _behind(session: LiveSession, raw: RawCount) -> bool:
+    """Whether kvtui has yet to see a batch the raw subscriber saw. kvtui's SUB retries with a
+    backoff (up to RECONNECT_MAX_MS) while the raw one retries every 100 ms: when the mocker binds
+    just after one of kvtui's attempts and the client is quick, every batch is out before kvtui
+    connects, and kvtui gets them from replay once it does, which may be after a second of quiet."""
+    return bool(raw.per_seq) and session.subscribers[0].expected <= max(raw.per_seq)
 
 
 def _per_seq(deliveries) -> dict[int, tuple[int, int]]:
