@@ -36,5 +36,13 @@ def pump(session: LiveSession, pub: vp.Publisher, timeout: float = 10.0) -> None
         session.poll(0.05)
 
 
-def settle() -> None:
-    time.sleep(0.3)  # the SUB socket's subscription reaches the PUB socket (ZMQ's slow joiner)
+def settle(session: LiveSession | None = None) -> None:
+    """Give the SUB socket's subscription time to reach the PUB socket (ZMQ's slow joiner).
+    With the session, poll it meanwhile, as a running session does: it sees its socket connect
+    and catches up from replay then, not at the first batch after."""
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:
+        if session is None:
+            time.sleep(0.05)
+        else:
+            session.poll(0.05)

@@ -41,7 +41,7 @@ def live_state(kv, *batches):
     pub = vp.Publisher(kv)
     session = session_for(pub)
     try:
-        settle()
+        settle(session)
         for events in batches:
             pub.publish(events)
         pump(session, pub)

@@ -69,7 +69,7 @@ def test_counts_and_blocks_equal_what_the_pool_published(new, old, form):
     pub = vp.Publisher(kv)
     session = session_for(pub)
     try:
-        settle()
+        settle(session)
         reqs = prompts(1, REQUESTS)
         source = drive(new, pub, reqs, convert)
         pump(session, pub)
@@ -111,7 +111,7 @@ def test_a_late_subscriber_is_filled_by_replay(new):
             pub.publish(source.run(tokens))
         pub.wait_sent()
         session = session_for(pub)  # joins after 20 batches: seq 20 arrives first
-        settle()
+        settle(session)
         for tokens in reqs[20:]:
             pub.publish(source.run(tokens))
         pump(session, pub)
@@ -152,7 +152,7 @@ def test_a_gap_beyond_the_replay_buffer_is_recorded(new):
             pub.publish(source.run(tokens))
         pub.wait_sent()
         session = session_for(pub)
-        settle()
+        settle(session)
         join_late(session, pub, source, reqs[10:])
         session.close()
     finally:
@@ -172,7 +172,7 @@ def test_no_replay_socket_means_the_gap_is_recorded(new):
             pub.publish(source.run(tokens))
         pub.wait_sent()
         session = session_for(pub, replay=False)
-        settle()
+        settle(session)
         for tokens in prompts(5, 5):
             pub.publish(source.run(tokens))
         pump(session, pub)
@@ -193,7 +193,7 @@ def test_mediums_and_byte_hashes_from_the_real_event_classes(new):
     pub = vp.Publisher(kv)
     session = session_for(pub)
     try:
-        settle()
+        settle(session)
         pub.publish(stored)
         pub.publish([removed, kv.AllBlocksCleared()])
         pub.publish(stored[:1])
@@ -217,7 +217,7 @@ def test_a_recording_replays_to_the_same_figures(new, tmp_path):
             pub.publish(source.run(tokens))
         pub.wait_sent()
         session = session_for(pub, Recorder(directory))
-        settle()
+        settle(session)
         join_late(session, pub, source, reqs[8:])
         session.close()
     finally:
@@ -264,7 +264,7 @@ def test_one_subscriber_per_data_parallel_rank(new):
     engine = Engine("dp", f"tcp://127.0.0.1:{ports[0]}", f"tcp://127.0.0.1:{ports[1]}", data_parallel_size=2)
     session = LiveSession([engine])
     try:
-        settle()
+        settle(session)
         for rank, pub in enumerate(pubs):
             source = vp.PoolSource(new, POOL_BLOCKS)
             for tokens in prompts(10 + rank, 10 + 5 * rank):
