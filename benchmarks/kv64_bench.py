@@ -284,7 +284,7 @@ def write_doc(path: Path, lines: list[str], argv: list[str], started: str) -> No
     load = os.getloadavg()[0]
     command = shlex.join(["python", "benchmarks/kv64_bench.py", *argv])
     block = (f"<!-- measured: kv64_bench -->\nMeasured {started} on this project's VM ({os.cpu_count()} CPUs, "
-             f"load average {load:.1f} at the end) by\n`{command}`, medians of CPU seconds, same hits both ways:\n\n"
+             f"load average {load:.1f} at the end) by\n`{command}`, medians of CPU seconds, the same hits on every side:\n\n"
              + "".join(lines) + "<!-- /measured -->")
     text = path.read_text()
     new, n = re.subn(r"<!-- measured: kv64_bench -->.*?<!-- /measured -->", lambda _m: block, text, flags=re.S)
