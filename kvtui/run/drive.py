@@ -34,6 +34,8 @@ from kvtui.events import (
     BatchStepped,
     BlocksStored,
     ControlPlaneCrashed,
+    EngineScraped,
+    KVBatchReceived,
     ControlPlaneRecovered,
     Event,
     MetadataCommitted,
@@ -50,7 +52,8 @@ from kvtui.sim.metrics import Metrics
 from kvtui.sim.view import ViewCache, block_view, key_figures
 from kvtui.views import BlockView, ClusterView, KeyFigures
 
-FOLDABLE: tuple[type[Event], ...] = (BlocksStored, BatchStepped, MetadataCommitted)  # what a coarse single step folds away
+# what a coarse single step folds away (a real engine's batches and /metrics reads too)
+FOLDABLE: tuple[type[Event], ...] = (BlocksStored, BatchStepped, MetadataCommitted, KVBatchReceived, EngineScraped)
 BIG_CLUSTER_BLOCKS = 20_000  # KV blocks in all, from which fewer checkpoints are kept
 
 
@@ -131,6 +134,8 @@ def _carry_out(sim: Simulation, cmd: Command) -> tuple[type[Event], ...]:
 class Drive(Navigable):
     """A simulated run you can step, play, seek and rewind: the simulation as a run source
     (kvtui/run/source.py)."""
+
+    capabilities = frozenset({"node_down", "crash", "restart", "policy"})
 
     def __init__(
         self,
