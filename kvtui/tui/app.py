@@ -45,6 +45,7 @@ from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_VARIABLES, PREFERRED_ORDER, install_themes, load_themes
 from kvtui.tui.panels import PANELS, Frame, narrow_css, views
 from kvtui.tui.widgets.block_map import BlockMap
+from kvtui.tui.widgets.candidates import CandidateTable
 from kvtui.tui.widgets.decision_log import DecisionLog
 from kvtui.tui.widgets.event_log import EventLog
 from kvtui.tui.widgets.explanation import Explanation
@@ -170,6 +171,7 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.maps = self.query_one("#maps", BlockMap)
         self.decision_log = self.query_one("#decisions", DecisionLog)
         self.event_log = self.query_one("#events", EventLog)
+        self.candidates = self.query_one("#candidates", CandidateTable)
         self.panels = [self.query_one(f"#{p.id}") for p in PANELS]
         self.why = self.query_one("#why", Explanation)
         self.latency_panels = [self.query_one("#latency", LatencyPanel), self.query_one("#latency-wide", LatencyPanel)]

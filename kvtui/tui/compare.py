@@ -34,6 +34,7 @@ from kvtui.tui.panels import PANELS, Frame, views
 from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
+from kvtui.tui.widgets.event_log import EventLog
 from kvtui.tui.widgets.explanation import Explanation
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.status_bar import StatusBar
@@ -126,6 +127,11 @@ class Side(Vertical):
         yield self.block_map
         yield self.why
         yield from self.panels
+
+    @property
+    def events(self) -> EventLog:
+        """Its event log (the panel each side shows first)."""
+        return next(p for p in self.panels if isinstance(p, EventLog))
 
     def show_view(self, view: str) -> None:
         for panel in self.panels:

@@ -46,16 +46,28 @@ class Panel:
     id: str
     label: str
     make: Callable[[Run, str], Widget]  # (the run, the id) -> the widget (a `Ticks`), of class "view"
+    about: str  # what it shows, for the help screen (screens/help.py)
     narrow_style: str = ""  # CSS declarations added when a narrow screen shows this panel alone
 
 
 PANELS: list[Panel] = [
-    Panel("decisions", "Decisions", lambda run, id: DecisionLog(id=id, classes="view")),
+    Panel("decisions", "Decisions", lambda run, id: DecisionLog(id=id, classes="view"),
+          "one line per routing decision: request → node, and the policy's reason. Move onto a line (↑↓, or "
+          "click) to see every candidate with its features and score, and the decision explained in words."),
     Panel("candidates", "Candidates", lambda run, id: CandidateTable(id=id, classes="view"),
-          " height: 1fr; max-height: 100%;"),
-    Panel("events", "Events", lambda run, id: EventLog(id=id, classes="view")),
-    Panel("latency", "Latency", lambda run, id: LatencyPanel(run, id=id, classes="view"), " height: 1fr;"),
-    Panel("engines", "Nodes", lambda run, id: EnginesTable(run, id=id, classes="view"), " height: 1fr;"),
+          "every candidate of the decision on show: score, how far behind the pick, prefix blocks held, why "
+          "it was not eligible.", " height: 1fr; max-height: 100%;"),
+    Panel("events", "Events", lambda run, id: EventLog(id=id, classes="view"),
+          "evictions (whose prefix, how many blocks), preemptions, rejections with the reason, node failures "
+          "and recoveries, control-plane crash and recovery; from real engines, lost gaps, restarts, "
+          "malformed messages and each routed request's misses with their causes."),
+    Panel("latency", "Latency", lambda run, id: LatencyPanel(run, id=id, classes="view"),
+          "TTFT / TPOT / E2E histograms with p50 ▲50, p95 ▲95, p99 ▲99 marked (a live run's: the proxy's "
+          "measurements); hit rates, rejection rate, throughput.", " height: 1fr;"),
+    Panel("engines", "Nodes", lambda run, id: EnginesTable(run, id=id, classes="view"),
+          "one line per node: GPU blocks held of how many, offloaded, evicted, recent hit rate, running and "
+          "waiting; a real engine's batches, gaps, malformed messages, epochs and last /metrics read.",
+          " height: 1fr;"),
 ]
 
 

@@ -122,7 +122,7 @@ class Ticks(Static):
 
 
 def test_a_panel_added_as_one_row_reaches_every_app(monkeypatch):
-    row = panels.Panel("ticks", "Ticks", lambda run, id: Ticks(id=id, classes="view"))
+    row = panels.Panel("ticks", "Ticks", lambda run, id: Ticks(id=id, classes="view"), "events stepped")
     monkeypatch.setattr(panels, "PANELS", [*panels.PANELS, row])
     monkeypatch.setattr("kvtui.tui.app.PANELS", panels.PANELS)
     monkeypatch.setattr("kvtui.tui.compare.PANELS", panels.PANELS)
@@ -141,3 +141,6 @@ async def _reaches(app, selector: str) -> None:
         runner = getattr(app, "runner", None) or app.left
         assert str(widget.render()) == f"stepped {runner.position}" and runner.position > 0
         assert "Ticks" in [label for _, label in panels.views()]
+        from kvtui.tui.screens.help import panel_rows
+
+        assert ("Ticks", "events stepped") in panel_rows()
