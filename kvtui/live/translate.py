@@ -109,14 +109,14 @@ class Translator:
             return
         stored: Counter[str] = Counter()
         removed: Counter[str] = Counter()
-        for e in batch.events:
-            match e:
+        for published in batch.events:
+            match published:
                 case BlockStored():
-                    stored[medium_of(e.medium)] += len(e.block_hashes)
-                    self.block_size = e.block_size
+                    stored[medium_of(published.medium)] += len(published.block_hashes)
+                    self.block_size = published.block_size
                 case BlockRemoved():
-                    removed[medium_of(e.medium)] += len(e.block_hashes)
-        cleared = any(isinstance(e, AllBlocksCleared) for e in batch.events)
+                    removed[medium_of(published.medium)] += len(published.block_hashes)
+        cleared = any(isinstance(p, AllBlocksCleared) for p in batch.events)
         orphans = sum(c[2] for c in changes if c[0] == "orphans")
         yield (KVBatchReceived, d.engine, batch.seq, d.replayed, tuple(sorted(stored.items())),
                tuple(sorted(removed.items())), cleared, orphans)

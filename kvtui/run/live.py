@@ -28,7 +28,7 @@ import copy
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from typing import Callable
+from typing import Callable, cast
 
 from kvtui.events import EngineWatched, Event
 from kvtui.live.delivery import Delivery
@@ -205,7 +205,8 @@ class LiveSource(Navigable):
         e = self.picture.engines.engines.get(node)
         if e is None:
             return None
-        key, group = next(((k, owner) for k, (cell, owner) in e.cells.cells.items() if cell == index), (None, ""))
+        found = next(((k, owner) for k, (cell, owner) in e.cells.cells.items() if cell == index), None)
+        key, group = (None, "") if found is None else (cast(int, found[0]), found[1])  # the cells hold keys here
         known = None if key is None else self.journal.provenance(node, key)
         parent = known[0] if known else None
         return BlockView(node, index, "gpu", "free" if key is None else "cached", group, key, parent, 0, None, (),

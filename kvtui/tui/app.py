@@ -84,6 +84,7 @@ class MainScreen(Screen[None]):
 
 class KvtuiApp(FrameLoop, FittedToasts, App[None]):
     CSS_PATH = "app.tcss"
+    CSS = narrow_css()  # one rule per row of tui/panels.py
     TITLE = "kvtui"
     COMMANDS = App.COMMANDS | {KvtuiCommands}
 
@@ -99,7 +100,6 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         duration: float | None = None,
     ):
         self._kvtui_themes = themes if themes is not None else load_themes()
-        self.CSS = narrow_css()  # read at start-up: a panel row added before then has its rule
         super().__init__()
         install_themes(self, self._kvtui_themes, theme)
         self.runner = runner
