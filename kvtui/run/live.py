@@ -325,10 +325,11 @@ class LiveSource(Navigable):
         self._clock = target if self._live else min(target, self.span)
         return True
 
-    def follow(self) -> None:
+    def follow(self, on: bool = True) -> None:
         """Back to the newest event, and keep up with new ones (live; a recording plays on its
-        own clock instead)."""
-        if not self._live:
+        own clock instead); `on` False holds the picture, ingest going on."""
+        if not self._live or not on:
+            self._following = False
             return
         self._forward(self.end)
         self._following = self._live

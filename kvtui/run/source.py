@@ -162,5 +162,6 @@ class Navigable(RunSource):
         """Take in what has arrived since the last frame (a live session's deliveries); a run
         that is all there (a simulation, a recording) has nothing to take."""
 
-    def follow(self) -> None:
-        """Go to the newest event and keep up with new ones (live); nothing for other runs."""
+    def follow(self, on: bool = True) -> None:
+        """Go to the newest event and keep up with new ones (live), or (`on` False) hold the
+        picture where it is while what arrives is still taken in; nothing for other runs."""

@@ -106,7 +106,7 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.fps = fps
         self.duration = duration  # quit after this many seconds (None: when asked)
         self.start_loop()
-        self.playing = False
+        self.playing = runner.source.following  # a live run opens playing: following what arrives
         self.seeking: str | None = None
         self.going: tuple[str, float] | None = None  # a go-to under way: ("event" | "time", target)
         self.going_from = 0  # the event it started from (Escape returns there)
@@ -381,10 +381,10 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
             self.notify("The run has ended. R restarts it.", title="Play")
         else:
             self.playing = not self.playing
+            self.runner.source.follow(self.playing)  # a live run plays by keeping up with what arrives
             if self.playing:
                 self.runner.current = None
                 self._last_frame = time.perf_counter()
-                self.runner.source.follow()  # a live run plays by keeping up with what arrives
             else:
                 self.runner.current = self.runner.last_interesting
         self._unhighlight_logs()
@@ -394,7 +394,9 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.playing = False
         self._stop_seek()
         ev = self.runner.step()
-        if ev is None:
+        if ev is None and self.runner.live:
+            self.notify("Nothing newer has arrived yet: space follows what arrives.", title="Step")
+        elif ev is None:
             self.notify("The run has ended. R restarts it.", title="Step")
         self._unhighlight_logs()
         self._after_command()

@@ -7,6 +7,7 @@ added as one row of tui/panels.py reaches the simulation, the live app and the s
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 from textual.widgets import Static
@@ -78,6 +79,30 @@ async def _commands() -> None:
         await pilot.pause()
         assert all(app.runner.node_is_up(n) for n in app.runner.node_names())
         assert sum("not kvtui's to change" in str(n.message) for n in app._notifications) >= 3
+
+
+def test_a_live_run_opens_following_and_space_holds_the_picture():
+    asyncio.run(_live_following())
+
+
+async def _live_following() -> None:
+    deliveries = made_routed_recording(requests=20)
+    source = LiveSource(live=True)
+    pending = iter(deliveries)
+    source.takes_from(lambda: [source.receive(d) for d in itertools.islice(pending, 10)])  # a session's poll
+    app = make_live_app(source, "live", theme="dark", fps=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.playing and "following" in app.state_text()
+        app._frame()
+        await pilot.pause()
+        assert app.runner.position == source.end > 0 and app.runner.decisions
+        await pilot.press("space")  # pause: the picture holds, what arrives is still taken in
+        held = app.runner.position
+        app.pull()
+        assert source.end > held == app.runner.position and not app.playing
+        await pilot.press("space")  # play again: back to the newest
+        app._frame()
+        assert app.runner.position == source.end and app.playing
 
 
 def test_play_runs_a_recording_to_its_end_and_stops():
