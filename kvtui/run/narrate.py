@@ -196,6 +196,8 @@ def summary(ev: Event) -> str:
             return _summary_scheduled(ev)
         case BlocksStored(medium="cpu"):
             return f"{ev.node} CPU tier keeps {len(ev.keys)} evicted blocks ({ev.group})"
+        case BlocksStored(request=""):
+            return f"{ev.node} caches {len(ev.keys)} blocks (prefix {ev.group})"
         case BlocksStored():
             return f"{ev.node} caches {len(ev.keys)} blocks of {ev.request} ({ev.group})"
         case FirstToken():
@@ -484,6 +486,12 @@ def _explain_offloaded(ev: BlocksStored) -> str:
 
 
 def _explain_stored(ev: BlocksStored) -> str:
+    if not ev.request:  # a real engine's KV events name the blocks, not the request
+        return (
+            f"{ev.node} published {plural(len(ev.keys), 'full block')} entering its prefix cache (prefix {ev.group}); "
+            f"kvtui keyed them as llm-d does, chained from their parent, so the index now lists them on {ev.node}. "
+            f"A later request whose tokens start the same way can hit them there."
+        )
     last = ev.first_index + len(ev.keys) - 1
     return (
         f"{ev.node} caches {plural(len(ev.keys), 'full block')} of {ev.request} (group {ev.group}, "
