@@ -12,6 +12,7 @@ import itertools
 import pytest
 from textual.widgets import Static
 
+from kvtui.run import life_rows
 from kvtui.run.live import LiveSource
 from kvtui.scenario import load_scenario
 from kvtui.tui import panels
@@ -66,6 +67,11 @@ async def _panels_on_show() -> None:
         assert [len(h.source()) for h in app.latency_panels[1].histograms] == [59, 59, 59]  # the last one not done yet
         nodes = str(app.query_one("#engines").render())
         assert "vllm-a" in nodes and "batches" in nodes and "index" in nodes
+        await pilot.press("i")  # the life of the request on show
+        await pilot.pause()
+        life = " ".join(text for _, text in life_rows("r59", app.runner.journal.life("r59")))
+        assert type(app.screen).__name__ == "LifeScreen" and app.screen.request == "r59"
+        assert "routed to vllm-b by load_prefix" in life and "misses: partial block 1" in life
 
 
 def test_commands_a_real_cluster_cannot_take_say_so():
