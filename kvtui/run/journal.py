@@ -162,7 +162,7 @@ class Journal:
         req = getattr(ev, "request", None)
         if req is None:
             req = getattr(ev, "for_request", None)
-        if req is None or req.startswith("pin:"):
+        if not req or req.startswith("pin:"):  # "": a real engine's blocks name no request
             if isinstance(ev, NodeDown):
                 for r in ev.rerouted + ev.failed:
                     if r in self.lives:

@@ -101,3 +101,6 @@ def test_the_live_history_is_capped_and_says_so(monkeypatch):
     assert len(source.events) <= 600 and source.dropped + len(source.events) == source.end
     source.goto(0)  # as far back as is kept
     assert source.position == source.first == source.dropped > 0
+    # a real engine's block events name no request: no one "life" gathers them all (it did, and
+    # every checkpoint copied it: 150,000 deliveries took 409 s and 1.5 GB, now 14 s and 117 MB)
+    assert "" not in source.journal.lives
