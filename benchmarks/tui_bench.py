@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from kvtui.scenario import load_scenario  # noqa: E402
 from kvtui.sim.engine import Simulation  # noqa: E402
-from kvtui.tui.app import FPS, FRAME_BUDGET_S, make_app  # noqa: E402
+from kvtui.tui.app import make_app  # noqa: E402
+from kvtui.tui.frame_loop import FPS, FRAME_BUDGET_S  # noqa: E402
 from kvtui.run import Run  # noqa: E402
 
 TARGET_KEY_MS = 100.0

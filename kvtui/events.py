@@ -446,6 +446,103 @@ class MetadataHealed(Event):
     kind: ClassVar[str] = "healed"
 
 
+# ---------------------------------------------------------------------- real engines (live and recorded runs)
+# What kvtui/live/translate.py makes of what it receives from real engines: their KV events map
+# onto BlocksStored / BlocksEvicted / NodeCacheCleared above (`node` is the engine), a request
+# route mode served onto RequestArrived / RouteDecided / FirstToken / RequestCompleted; what has
+# no simulated counterpart is one of these.
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class EngineWatched(Event):
+    """kvtui began watching `node` (its KV-event socket; once per engine at the start)."""
+
+    node: str
+    kind: ClassVar[str] = "watched"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class KVBatchReceived(Event):
+    """One batch of `node`'s KV events arrived (its block events follow it): its sequence number,
+    whether replay filled it, blocks stored and removed per medium, and blocks whose parent was
+    unknown (`orphans`: not indexed, llm-d skips them too)."""
+
+    node: str
+    batch_seq: int
+    replayed: bool
+    stored: tuple[tuple[str, int], ...]
+    removed: tuple[tuple[str, int], ...]
+    cleared: bool
+    orphans: int
+    kind: ClassVar[str] = "kv_batch"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class KVEventsLost(Event):
+    """A gap: `missing` batches of `node` from `first_missing` on that replay could not return."""
+
+    node: str
+    first_missing: int
+    missing: int
+    kind: ClassVar[str] = "gap"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class EngineRestarted(Event):
+    """`node`'s batch numbers went back (`last_seq` to `seq`): a new process, its blocks gone."""
+
+    node: str
+    last_seq: int
+    seq_now: int
+    kind: ClassVar[str] = "restarted"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class KVMessageMalformed(Event):
+    """A message from `node` that is no KV-event batch (`what`: which part is wrong)."""
+
+    node: str
+    what: str
+    message: str
+    kind: ClassVar[str] = "malformed"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class EngineScraped(Event):
+    """One read of `node`'s `/metrics` (None where it did not say; `error`: the read failed)."""
+
+    node: str
+    num_gpu_blocks: int | None
+    kv_usage: float | None
+    running: int | None
+    waiting: int | None
+    hit_rate: float | None
+    error: str | None
+    skipped: int
+    kind: ClassVar[str] = "scraped"
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MissesAttributed(Event):
+    """Why the prompt blocks a routed request did not hit on `node` missed, one cause each
+    (kvtui/live/forensics.py: last token, partial block, stale index, evicted here, held
+    elsewhere, new); `evicted_in`: the batches that evicted the `evicted here` ones."""
+
+    request: str
+    node: str
+    prompt_blocks: int
+    promised: int
+    hit: int
+    causes: tuple[tuple[str, int], ...]
+    unpromised_hits: int
+    evicted_in: tuple[int, ...]
+    kind: ClassVar[str] = "misses"
+
+    @property
+    def missed(self) -> int:
+        return self.prompt_blocks - self.hit
+
+
 ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     RequestArrived,
     RouteDecided,
@@ -479,4 +576,11 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     MetadataPartitioned,
     MetadataHealed,
     SimulationEnded,
+    EngineWatched,
+    KVBatchReceived,
+    KVEventsLost,
+    EngineRestarted,
+    KVMessageMalformed,
+    EngineScraped,
+    MissesAttributed,
 )

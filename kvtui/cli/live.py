@@ -7,7 +7,8 @@ seconds, then prints one line per engine with the blocks stored and removed, the
 received, the gaps replay could not fill and the malformed messages (by kind), and a line for
 every engine that never sent a batch; when none of them ever sent anything it exits 2 (a wrong
 address is the usual cause: ZMQ connects to anything and waits). Without `--no-ui` it opens
-the live app (kvtui/tui/live_app.py) until quit, or for S seconds when `--duration` is given.
+the app (kvtui/tui/app.py, on a live source: kvtui/run/live.py) until quit, or for S seconds
+when `--duration` is given.
 """
 
 from __future__ import annotations
@@ -66,13 +67,15 @@ def _session(engines, recorder, args, listener=None):
 
 def _app(engines, recorder, args, argv: list[str]) -> int:
     from kvtui.cli.app import run_app
-    from kvtui.run.live import LiveRun
-    from kvtui.tui.live_app import LiveApp
+    from kvtui.run.live import LiveSource
+    from kvtui.tui.app import make_live_app
 
-    run = LiveRun(live=True)
-    session = _session(engines, recorder, args, listener=run.receive)
+    source = LiveSource(live=True)
+    session = _session(engines, recorder, args, listener=source.receive)
+    source.takes_from(lambda: session.poll(0))
     _route(session, engines, args)
-    app = LiveApp(run, f"live {args.engines or ', '.join(e.name for e in engines)}", session=session, theme=args.theme, duration=args.duration)
+    app = make_live_app(source, f"live {args.engines or ', '.join(e.name for e in engines)}", theme=args.theme,
+                        duration=args.duration)
     try:
         return run_app(app, argv)
     finally:

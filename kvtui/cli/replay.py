@@ -1,7 +1,8 @@
 """`kvtui replay DIR`: a `kvtui live --record` recording, in the app or (`--no-ui`) as figures.
 
 Every recorded delivery goes through the same `ingest` as live, so the headless lines are the
-ones the live session printed, and the app shows what the live app showed at each batch. What
+ones the live session printed, and through the same translation into events
+(kvtui/live/translate.py), so the app shows what it showed live at each event. What
 the recording lost (a damaged last entry: the unflushed tail) and what it holds that is no
 delivery are said on stderr first, with their counts (kvtui/live/recording.py `Reading`).
 """
@@ -39,10 +40,10 @@ def _headless(deliveries) -> int:
 
 def _app(deliveries, args, argv: list[str]) -> int:
     from kvtui.cli.app import run_app
-    from kvtui.run.live import LiveRun
-    from kvtui.tui.live_app import LiveApp
+    from kvtui.run.live import LiveSource
+    from kvtui.tui.app import make_live_app
 
-    return run_app(LiveApp(LiveRun(deliveries), f"replay {args.recording}", theme=args.theme), argv)
+    return run_app(make_live_app(LiveSource(deliveries), f"replay {args.recording}", theme=args.theme), argv)
 
 
 def _need_terminal() -> None:

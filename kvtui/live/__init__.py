@@ -6,9 +6,9 @@ Modules, one concept each:
     subscriber  one ZMQ subscriber per engine: seq tracking, replay of gaps, reconnect backoff
     delivery    what a subscriber hands on (a message, an unfilled gap), a scrape, a served request; `ingest`
     state       per-engine block maps and the global index, in kvtui's chained keys
+    translate   deliveries as the project's events (kvtui/events.py): what every run speaks
     slots       where the app's block map draws each engine's held blocks
-    view        the read-only views (kvtui/views.py) and table rows of that state
-    describe    one delivery in words (the app's log)
+    view        the read-only views (kvtui/views.py) of real engines, fed by those events
     metrics     an engine's Prometheus /metrics, read in vLLM's names
     scraper     scraping them once a second, off the ingest loop
     routing     route mode's decisions: kvtui's policies over snapshots of the live state

@@ -74,6 +74,7 @@ class Served:
     e2e_s: float
     prompt_tokens: int = 0  # as the engine tokenised the prompt (recordings before them: 0)
     output_tokens: int = 0  # the answer's usage.completion_tokens, else the request's max_tokens
+    policy: str = ""  # the routing policy that decided (recordings before it: "")
 
 
 Delivery = Watching | Received | Gap | Restarted | Scraped | Served

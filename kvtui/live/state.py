@@ -93,7 +93,11 @@ class LiveState:
         self.evicted: dict[tuple[str, int], int] = {}  # (engine, key) -> seq of the batch that removed it
         self.kv_index = KVIndex()
         self.adapters: set[str] = set()  # LoRA adapters engines have stored blocks under
-        self.served: deque = deque(maxlen=SERVED_KEPT)  # route mode's last requests (delivery.Served)  # the same keys as `index`, as the simulation's router asks them (route mode)
+        self.served: deque = deque(maxlen=SERVED_KEPT)  # route mode's last requests (delivery.Served)
+        # when a list: what each batch did, as kvtui/live/translate.py turns it into events
+        # ("stored", engine, medium, keys, parent key, owner) / ("removed", engine, medium,
+        # ((key, owner), ...)) / ("cleared", engine, keys held) / ("orphans", engine, blocks)
+        self.changes: list[tuple] | None = None
 
     def engine(self, name: str) -> EngineCounts:
         if name not in self.counts:
@@ -125,10 +129,13 @@ class LiveState:
         if e.parent_block_hash is not None and parent is None:
             counts.orphans += len(e.block_hashes)
             self._place(blocks, e, UNKNOWN_OWNER)
+            self._note("orphans", name, len(e.block_hashes))
             return
         keys = chain_keys(np.asarray(e.token_ids, dtype=np.int64), e.block_size, parent)
+        owner = _owner(blocks, e, keys[0]) if keys else UNKNOWN_OWNER
         if keys:
-            self._place(blocks, e, _owner(blocks, e, keys[0]))
+            self._place(blocks, e, owner)
+        self._note("stored", name, e.medium, tuple(keys), parent, owner)
         for engine_hash, key in zip(e.block_hashes, keys):
             blocks.by_medium[e.medium][engine_hash] = key
             self.index[key].add((name, e.medium))
@@ -145,7 +152,9 @@ class LiveState:
     def _removed(self, name: str, e: BlockRemoved, seq: int) -> None:
         counts, held = self.counts[name], self.blocks[name].by_medium[e.medium]
         counts.removed += len(e.block_hashes)
+        gone = []
         for engine_hash in e.block_hashes:
+            owner = self.blocks[name].gpu_cells.owner_of(engine_hash) if e.medium == "GPU" else None
             if e.medium == "GPU":
                 self.blocks[name].gpu_cells.free(engine_hash)
             key = held.pop(engine_hash, None)
@@ -155,6 +164,8 @@ class LiveState:
                 self._unindex(key, (name, e.medium))
                 self.kv_index.remove(name, (key,), _TIER[e.medium])
                 self._remember_eviction(name, key, seq)
+                gone.append((key, owner or UNKNOWN_OWNER))
+        self._note("removed", name, e.medium, tuple(gone))
 
     def restarted(self, name: str) -> None:
         """The engine restarted: a new epoch, and its blocks are gone with the old process."""
@@ -173,12 +184,17 @@ class LiveState:
     def _forget(self, name: str) -> None:
         """Every block of `name` gone (an AllBlocksCleared, a restart): a new epoch."""
         self.counts[name].epochs += 1
+        self._note("cleared", name, sum(len(held) for held in self.blocks[name].by_medium.values()))
         for medium, held in self.blocks[name].by_medium.items():
             for key in held.values():
                 self._unindex(key, (name, medium))
             held.clear()
         self.blocks[name].gpu_cells.clear()
         self.kv_index.clear(name)
+
+    def _note(self, *change) -> None:
+        if self.changes is not None:
+            self.changes.append(change)
 
     def _remember_eviction(self, name: str, key: int, seq: int) -> None:
         """Which batch removed `key` from `name` last (miss forensics: evicted on the chosen

@@ -5,7 +5,8 @@ package and the event and view types (kvtui/events.py, kvtui/views.py):
 
 - `Run` (run.py): a run to step, play, seek, step back and command, with its journal, views,
   figures and narration, over a `Navigable` source (source.py); the simulation (drive.py) is
-  one source, a recording or a live cluster another.
+  one source, real engines live or recorded (live.py `LiveSource`, their deliveries translated
+  into the same events by kvtui/live/translate.py) the other.
 - `run_to_end` (headless.py): a run to its end with no screen, its result document
   (result.py) and progress as numbers (progress.py).
 - narrate.py: every event in words, in one place.

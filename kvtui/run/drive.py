@@ -34,6 +34,8 @@ from kvtui.events import (
     BatchStepped,
     BlocksStored,
     ControlPlaneCrashed,
+    EngineScraped,
+    KVBatchReceived,
     ControlPlaneRecovered,
     Event,
     MetadataCommitted,
@@ -46,11 +48,12 @@ from kvtui.run.source import Navigable
 from kvtui.scenario.model import Scenario
 from kvtui.run.checkpoint_budget import CheckpointBudget, release_freed
 from kvtui.sim.engine import Simulation
-from kvtui.sim.metrics import Metrics
-from kvtui.sim.view import ViewCache, block_view, key_figures
+from kvtui.sim.metrics import METRICS_EVENT_TYPES, Metrics
+from kvtui.sim.view import ViewCache, block_view, figures_of
 from kvtui.views import BlockView, ClusterView, KeyFigures
 
-FOLDABLE: tuple[type[Event], ...] = (BlocksStored, BatchStepped, MetadataCommitted)  # what a coarse single step folds away
+# what a coarse single step folds away (a real engine's batches and /metrics reads too)
+FOLDABLE: tuple[type[Event], ...] = (BlocksStored, BatchStepped, MetadataCommitted, KVBatchReceived, EngineScraped)
 BIG_CLUSTER_BLOCKS = 20_000  # KV blocks in all, from which fewer checkpoints are kept
 
 
@@ -63,12 +66,18 @@ class Command:
 
 
 class _Run:
-    """One simulation with its journal, counted in events stepped."""
+    """One simulation with its journal and figures, counted in events stepped.
+
+    The journal and the figures take each event as it is stepped, not as the engine emits it:
+    one engine step can emit several events (since the scheduler caches blocks as it allocates,
+    an admission's evictions come with it), and what a viewer sees at position N is the events
+    up to N, as a live or recorded run's (run/live.py) is."""
 
     def __init__(self, scenario: Scenario, seed: int, policy: str):
         self.sim = Simulation(scenario, seed=seed, policy=policy)
         self.journal = Journal()
-        self.sim.subscribe(self.journal.on_event)
+        self.metrics = Metrics()
+        self.metrics.set_nodes([n.name for n in self.sim.nodes])
         self.position = 0
         self.applied = 0  # commands applied so far
         self.last: Event | None = None
@@ -78,6 +87,9 @@ class _Run:
         if ev is not None:
             self.position += 1
             self.last = ev
+            self.journal.on_event(ev)
+            if isinstance(ev, METRICS_EVENT_TYPES):
+                self.metrics.on_event(ev)
         return ev
 
     def apply_due(self, commands: list[Command], through: int) -> Event | None:
@@ -106,7 +118,7 @@ def apply_command(run: "_Run", cmd: Command) -> Event | None:
         wanted = _carry_out(sim, cmd)
     finally:
         sim.bus.keep_outbox = False
-    for ev in reversed(run.journal.log):
+    for ev in reversed(sim.bus.outbox):  # its events, queued to be stepped
         if ev.seq <= before:
             break
         if isinstance(ev, (*wanted, ControlPlaneRecovered)):
@@ -131,6 +143,8 @@ def _carry_out(sim: Simulation, cmd: Command) -> tuple[type[Event], ...]:
 class Drive(Navigable):
     """A simulated run you can step, play, seek and rewind: the simulation as a run source
     (kvtui/run/source.py)."""
+
+    capabilities = frozenset({"node_down", "crash", "restart", "policy"})
 
     def __init__(
         self,
@@ -194,7 +208,7 @@ class Drive(Navigable):
 
     @property
     def metrics(self) -> Metrics:
-        return self.run.sim.metrics
+        return self.run.metrics
 
     @property
     def times(self) -> array:
@@ -222,7 +236,7 @@ class Drive(Navigable):
         return bool(node is not None and node.up)
 
     def key_figures(self) -> KeyFigures:
-        return key_figures(self.run.sim)
+        return figures_of(self.run.metrics, self.run.sim.now)
 
     def facts(self) -> Facts:
         return SimulationFacts(self.run.sim)

@@ -16,7 +16,10 @@ from kvtui.events import (
     BlocksStored,
     ControlPlaneCrashed,
     ControlPlaneRecovered,
+    EngineRestarted,
     Event,
+    KVEventsLost,
+    KVMessageMalformed,
     MetadataElection,
     MetadataHealed,
     MetadataLeaderElected,
@@ -24,6 +27,7 @@ from kvtui.events import (
     MetadataMemberUp,
     MetadataPartitioned,
     MetadataStepDown,
+    MissesAttributed,
     NodeCacheCleared,
     NodeDown,
     NodeUp,
@@ -55,6 +59,10 @@ LOG_TYPES = (
     MetadataPartitioned,
     MetadataHealed,
     SimulationEnded,
+    KVEventsLost,
+    EngineRestarted,
+    KVMessageMalformed,
+    MissesAttributed,
 )
 
 # Timeline marks: event class -> (label, only the first one?)
@@ -68,6 +76,8 @@ MARKS: dict[type[Event], tuple[str, bool]] = {
     ControlPlaneRecovered: ("control plane recovered", False),
     MetadataLeaderElected: ("new metadata leader", False),
     MetadataPartitioned: ("metadata partition", False),
+    KVEventsLost: ("lost gap", False),
+    EngineRestarted: ("engine restart", False),
 }
 
 HIT_WINDOW = 20  # a node label's hit rate is over its last this-many completed requests
@@ -152,7 +162,7 @@ class Journal:
         req = getattr(ev, "request", None)
         if req is None:
             req = getattr(ev, "for_request", None)
-        if req is None or req.startswith("pin:"):
+        if not req or req.startswith("pin:"):  # "": a real engine's blocks name no request
             if isinstance(ev, NodeDown):
                 for r in ev.rerouted + ev.failed:
                     if r in self.lives:

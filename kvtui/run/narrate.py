@@ -46,7 +46,7 @@ from kvtui.events import (
     RouteDecided,
     SimulationEnded,
 )
-from kvtui.run import narrate_pd, narrate_raft
+from kvtui.run import narrate_live, narrate_pd, narrate_raft
 from kvtui.run.facts import Facts, NoFacts
 
 __all__ = ["History", "RequestInfo", "explain", "fmt_int", "fmt_ms", "fmt_score", "life_lines", "life_rows", "plural", "request_of", "summary"]
@@ -186,12 +186,18 @@ def summary(ev: Event) -> str:
             # MetadataTermChanged, MetadataStepDown, MetadataCommitted, MetadataStaleRead, MetadataMemberDown,
             # MetadataMemberUp, MetadataPartitioned, MetadataHealed
             return narrate_raft.summary(ev)
+        case _ if isinstance(ev, narrate_live.TYPES):  # EngineWatched, KVBatchReceived, KVEventsLost,
+            # EngineRestarted, KVMessageMalformed, EngineScraped, MissesAttributed (real engines)
+            return narrate_live.summary(ev)
         case RequestArrived():
-            return f"{ev.request} arrives ({ev.group}, turn {ev.turn}, {fmt_int(ev.prompt_tokens)}+{fmt_int(ev.output_tokens)} tokens)"
+            return (f"{ev.request} arrives ({ev.group}, turn {ev.turn}, " if ev.group else f"{ev.request} arrives (") + \
+                f"{fmt_int(ev.prompt_tokens)}+{fmt_int(ev.output_tokens)} tokens)"
         case RequestScheduled():
             return _summary_scheduled(ev)
         case BlocksStored(medium="cpu"):
             return f"{ev.node} CPU tier keeps {len(ev.keys)} evicted blocks ({ev.group})"
+        case BlocksStored(request=""):
+            return f"{ev.node} caches {len(ev.keys)} blocks (prefix {ev.group})"
         case BlocksStored():
             return f"{ev.node} caches {len(ev.keys)} blocks of {ev.request} ({ev.group})"
         case FirstToken():
@@ -210,7 +216,7 @@ def _summary_evicted(ev: BlocksEvicted) -> str:
     groups = Counter(ev.groups)
     whose = ", ".join(f"{g or '?'} x{n}" for g, n in groups.most_common())
     tier = " CPU tier" if ev.medium == "cpu" else ""
-    return f"EVICT {ev.node}{tier}: {plural(len(ev.keys), 'block')} ({whose}) for {ev.for_request}"
+    return f"EVICT {ev.node}{tier}: {plural(len(ev.keys), 'block')} ({whose})" + (f" for {ev.for_request}" if ev.for_request else "")
 
 
 def _summary_node_down(ev: NodeDown) -> str:
@@ -228,7 +234,8 @@ def _summary_scheduled(ev: RequestScheduled) -> str:
 # ---------------------------------------------------------------------- explanations
 def _prompt_phrase(req: str, info: RequestInfo | None, prompt_blocks: int, bs: int) -> str:
     if info is not None:
-        turn = f" (turn {info.turn} of session {info.session}, group {info.group})" if info.turn > 1 else f" (group {info.group})"
+        turn = f" (turn {info.turn} of session {info.session}, group {info.group})" if info.turn > 1 else (
+            f" (group {info.group})" if info.group else "")
         return f"{req}{turn} has {fmt_int(info.prompt_tokens)} prompt tokens = {plural(prompt_blocks, 'full block')} of {bs}."
     return f"{req} has {plural(prompt_blocks, 'full prompt block')} of {bs} tokens."
 
@@ -272,7 +279,7 @@ def _explain_route(ev: RouteDecided, facts: Facts, history: History | None) -> s
         return " ".join(out)
     chosen = next((c for c in cands if c.node == ev.node), None)
     load = ""
-    if chosen is not None:
+    if chosen is not None and any(name == "run" for name, _ in chosen.features):  # a live proxy's candidates carry the prefix only
         load = (
             f" {ev.node} has {fmt_int(chosen.feature('run'))} running, {fmt_int(chosen.feature('wait'))} waiting "
             f"and {100 * chosen.feature('kv_util'):.0f}% of its KV cache in use."
@@ -330,6 +337,12 @@ def _explain_evicted(ev: BlocksEvicted, facts: Facts, history: History | None) -
     groups = Counter(ev.groups)
     whose = _and_list([f"{plural(n, 'block')} of group {g or '?'}" for g, n in groups.most_common()])
     n = len(ev.keys)
+    if not ev.for_request:  # a real engine's KV events say what left, not for whom
+        return (
+            f"{ev.node} evicted {plural(n, 'block')} from its {'GPU' if ev.medium == 'gpu' else 'offload tier'}'s "
+            f"prefix cache ({whose}): the engine needed the room, and its least recently used free blocks go first. "
+            f"A later request with that prefix recomputes them there."
+        )
     if ev.medium == "cpu":
         return (
             f"{ev.node}'s CPU tier is full: to keep blocks the GPU just evicted for {ev.for_request}, it drops "
@@ -456,8 +469,9 @@ def _explain_arrived(ev: RequestArrived, facts: Facts) -> str:
         if ev.turn > 1
         else f"the first turn of session {ev.session}"
     )
+    where = f"arrives from group {ev.group}, {turn}" if ev.group else "reached route mode's proxy"  # a live request has no group
     return (
-        f"{ev.request} arrives from group {ev.group}, {turn}. It has {fmt_int(ev.prompt_tokens)} prompt tokens "
+        f"{ev.request} {where}. It has {fmt_int(ev.prompt_tokens)} prompt tokens "
         f"= {plural(ev.prompt_tokens // bs, 'full block')} of {bs} (only full blocks can be cached) "
         f"and asks for {fmt_int(ev.output_tokens)} output tokens."
     )
@@ -472,6 +486,12 @@ def _explain_offloaded(ev: BlocksStored) -> str:
 
 
 def _explain_stored(ev: BlocksStored) -> str:
+    if not ev.request:  # a real engine's KV events name the blocks, not the request
+        return (
+            f"{ev.node} published {plural(len(ev.keys), 'full block')} entering its prefix cache (prefix {ev.group}); "
+            f"kvtui keyed them as llm-d does, chained from their parent, so the index now lists them on {ev.node}. "
+            f"A later request whose tokens start the same way can hit them there."
+        )
     last = ev.first_index + len(ev.keys) - 1
     return (
         f"{ev.node} caches {plural(len(ev.keys), 'full block')} of {ev.request} (group {ev.group}, "
@@ -579,6 +599,8 @@ def explain(ev: Event | None, facts: Facts | None = None, history: History | Non
             return narrate_pd.explain(ev)
         case _ if isinstance(ev, narrate_raft.TYPES):
             return narrate_raft.explain(ev)
+        case _ if isinstance(ev, narrate_live.TYPES):
+            return narrate_live.explain(ev)
     return summary(ev)
 
 
@@ -631,8 +653,8 @@ def _life_step(ev: Event) -> str:
     """What one event was in a request's life, with its numbers."""
     match ev:
         case RequestArrived():
-            return (f"arrived at the router: {ev.prompt_tokens} prompt + {ev.output_tokens} output tokens, "
-                    f"session {ev.session}, group {ev.group}, turn {ev.turn}")
+            return (f"arrived at the router: {ev.prompt_tokens} prompt + {ev.output_tokens} output tokens"
+                    + (f", session {ev.session}, group {ev.group}, turn {ev.turn}" if ev.group else ""))
         case RouteDecided():
             return f"routed to {ev.node or 'nowhere'} by {ev.policy}: {ev.reason} (margin {fmt_score(ev.margin)})"
         case RequestScheduled():
@@ -658,4 +680,6 @@ def _life_step(ev: Event) -> str:
             return f"its node failed ({ev.node})" + ("; re-routed" if ev.rerouted else "")
         case DecodeRouted() | KVTransferWaiting() | KVTransferStarted() | KVTransferDone():
             return narrate_pd.life_step(ev)
+        case _ if isinstance(ev, narrate_live.TYPES):
+            return narrate_live.life_step(ev)
     return ev.kind

@@ -19,6 +19,7 @@ from kvtui.events import (
     ControlPlaneCrashed,
     ControlPlaneRecovered,
     Event,
+    KVEventsLost,
     KVTransferStarted,
     NodeDown,
     RequestArrived,
@@ -45,6 +46,7 @@ SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
     "arrival": (RequestArrived,),
     "completion": (RequestCompleted,),
     "transfer": (KVTransferStarted,),
+    "gap": (KVEventsLost,),
 }
 
 def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:
@@ -53,26 +55,38 @@ def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:
 
 
 class Run:
-    """One run of a scenario, plus what a viewer has drawn of it."""
+    """One run, of a scenario or of real engines, plus what a viewer has drawn of it."""
 
     def __init__(
         self,
-        scenario: Scenario,
+        scenario: Scenario | None = None,
         seed: int | None = None,
         policy: str | None = None,
         make_source: Callable[[Scenario, int, str], Navigable] = simulation_source,
+        source: Navigable | None = None,
+        name: str = "",
     ):
+        """A simulation of `scenario` (its source made by `make_source`), or `source` as it is
+        (real engines, kvtui/run/live.py), called `name`."""
+        if scenario is None and source is None:
+            raise ValueError("a run needs a scenario or a source")
         self.scenario = scenario
-        self.seed = scenario.seed if seed is None else seed
-        self.policy = policy or scenario.router.policy
+        self.seed = (scenario.seed if scenario is not None else 0) if seed is None else seed
+        self.policy = policy or (scenario.router.policy if scenario is not None else "")
         self.make_source = make_source
+        self.name = scenario.name if scenario is not None else name
         self.generation = -1
         self.fold = True  # single steps skip stored / batch events
+        self._given = source
         self._build()
 
     # ------------------------------------------------------------------ lifecycle
     def _build(self) -> None:
-        self.source = self.make_source(self.scenario, self.seed, self.policy)
+        if self._given is not None:
+            self.source, self._given = self._given, None
+        else:
+            assert self.scenario is not None
+            self.source = self.make_source(self.scenario, self.seed, self.policy)
         self.current: Event | None = None  # the event the explanation panel is about
         self._moved()
 
@@ -82,8 +96,19 @@ class Run:
         self._seen_decision = 0
         self._seen_log = 0
 
+    def can(self, capability: str) -> bool:
+        """Whether the source takes a command or change (RunSource.capabilities)."""
+        return capability in self.source.capabilities
+
+    @property
+    def live(self) -> bool:
+        return self.source.live
+
     def restart(self, policy: str | None = None, seed: int | None = None) -> None:
-        """Start over (same seed unless told otherwise; a new policy restarts the run)."""
+        """Start over (same seed unless told otherwise; a new policy restarts the run); only a
+        source that can restart does (a simulation)."""
+        if not self.can("restart"):
+            return
         if policy is not None:
             self.policy = policy
         if seed is not None:
@@ -94,6 +119,39 @@ class Run:
     def close(self) -> None:
         """Release the source (a simulation's metadata stores and temporary log directories)."""
         self.source.close()
+
+    # ------------------------------------------------------------------ what the scenario says
+    @property
+    def story(self) -> tuple:
+        """The scenario's chapters (none for real engines)."""
+        return tuple(self.scenario.story) if self.scenario is not None else ()
+
+    @property
+    def group_names(self) -> list[str]:
+        """The workload's prefix groups, in the scenario's order (their colours); none for a
+        trace or real engines (their owners are prefixes, coloured by a stable hash)."""
+        sc = self.scenario
+        if sc is None or sc.workload.trace is not None:
+            return []
+        return [g.name for g in sc.workload.groups]
+
+    @property
+    def scripted(self) -> tuple:
+        """The scenario's scripted events (failures, crashes); none for real engines."""
+        return tuple(self.scenario.events) if self.scenario is not None else ()
+
+    @property
+    def planned_end(self) -> float | None:
+        """When the scenario says the run ends (None: unknown, as for real engines)."""
+        sc = self.scenario
+        if sc is None:
+            return None
+        return sc.until_s if sc.until_s is not None else sc.workload.duration_s
+
+    @property
+    def written_for(self) -> str:
+        """The policy the scenario (and its story) was written for."""
+        return self.scenario.router.policy if self.scenario is not None else self.policy
 
     # ------------------------------------------------------------------ what the source keeps
     @property

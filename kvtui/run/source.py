@@ -1,18 +1,20 @@
 """What a viewer reads of a run and how it moves one, whoever made the run.
 
-The app, `record` and the comparison screen draw a run only through these two interfaces, so
-the run behind them may be a simulation (kvtui/run/drive.py, the one source today), a
-recording played back, or a live cluster of real engines. A live source feeds the same
-`Journal` (kvtui/run/journal.py) and the same `Metrics` (kvtui/sim/metrics.py) from the KV
-events and routing decisions it observes (vLLM's `BlockStored` / `BlockRemoved` /
-`AllBlocksCleared` map onto `BlocksStored` / `BlocksEvicted` / `NodeCacheCleared`, a proxy
-router's choice onto `RouteDecided`), builds the view types of kvtui/views.py from its
-block tables, and answers `facts()` from the engines' configuration: then every panel, log
-line and sentence of narration works unchanged.
+The app, `record` and the split screen draw a run only through these two interfaces, and two
+sources stand behind them: the simulation (kvtui/run/drive.py) and real engines, live or
+recorded (kvtui/run/live.py). The live source turns what it receives into the project's
+events (kvtui/live/translate.py: vLLM's `BlockStored` / `BlockRemoved` / `AllBlocksCleared`
+become `BlocksStored` / `BlocksEvicted` / `NodeCacheCleared`, a request route mode served
+becomes `RouteDecided` with its candidates, `FirstToken`, `MissesAttributed` and
+`RequestCompleted`), feeds the same `Journal` (kvtui/run/journal.py) and `Metrics`
+(kvtui/sim/metrics.py), builds the view types of kvtui/views.py from those events, and answers
+`facts()` from the engines' own reports: so every panel, log line and sentence of narration
+works on both.
 
-`RunSource` is the read side; `Navigable` adds moving through the run. A live source moves
-only forward in real time (its `step`/`seek` read what has arrived; `back`/`goto` stay within
-what its journal recorded); the simulation replays deterministically in both directions.
+`RunSource` is the read side; `Navigable` adds moving through the run. The simulation replays
+deterministically in both directions; a live source moves within what it has received (new
+events arrive through `pull`, and `follow` keeps up with them). What a source cannot do is
+switched off by its `capabilities` (the commands it takes), not by another app.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ if TYPE_CHECKING:
 
 class RunSource(ABC):
     """The read side of a run: views, journal, figures and the facts narration needs."""
+
+    # The commands and changes the source takes: "node_down" (and up), "crash" (the control
+    # plane), "restart" (from the start, same seed), "policy" (restart under another policy).
+    capabilities: frozenset[str] = frozenset()
+
+    @property
+    def live(self) -> bool:
+        """More may arrive (a live session): the run has no end yet."""
+        return False
 
     @property
     @abstractmethod
@@ -137,3 +148,20 @@ class Navigable(RunSource):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    @property
+    def following(self) -> bool:
+        """Keeping up with new events as they arrive (live, playing)."""
+        return False
+
+    def node_notes(self) -> dict[str, str]:
+        """What the source says of a node beyond its view (the nodes panel's second line)."""
+        return {}
+
+    def pull(self) -> None:
+        """Take in what has arrived since the last frame (a live session's deliveries); a run
+        that is all there (a simulation, a recording) has nothing to take."""
+
+    def follow(self, on: bool = True) -> None:
+        """Go to the newest event and keep up with new ones (live), or (`on` False) hold the
+        picture where it is while what arrives is still taken in; nothing for other runs."""

@@ -179,10 +179,14 @@ def _transfer_words(sim, node_name: str, index: int) -> str:
 
 
 def key_figures(sim) -> KeyFigures:
-    m = sim.metrics
+    return figures_of(sim.metrics, sim.now)
+
+
+def figures_of(m, now: float) -> KeyFigures:
+    """The key figures of a run's `Metrics` at `now` (a simulation's, or a live run's)."""
     p50, p95 = percentile(m.ttft, 50), percentile(m.ttft, 95)
     return KeyFigures(
-        now=sim.now,
+        now=now,
         arrived=m.arrived,
         completed=m.completed,
         rejected=m.rejected,

@@ -1,16 +1,18 @@
-"""The Textual app: block maps, decision log, events, latency, and step-through teaching.
+"""The Textual app: block maps, decision log, events, latency, nodes, and step-through teaching,
+for every kind of run: a simulation, a live cluster of real engines, a recording of one.
 
-`make_app(scenario, seed=, policy=, theme=)` is the one factory the CLI, the recorder and the
-tests share. The app changes the run only through explicit commands (step, play/pause, seek,
-restart, switch policy, take a node down / bring it back, crash the control plane); it reads
-everything else from the engine's state and event stream (through `kvtui.run.Run`).
+`make_app(scenario, seed=, policy=, theme=)` is the factory the CLI, the recorder and the tests
+share for a simulation; `make_live_app(source, name)` opens the same app on real engines
+(`kvtui live`, `kvtui replay`: kvtui/run/live.py). The app changes the run only through explicit
+commands (step, play/pause, seek, restart, switch policy, take a node down / bring it back,
+crash the control plane), each only when the run's source takes it (`RunSource.capabilities`:
+a real cluster takes none); it reads everything else from the run's events and views (through
+`kvtui.run.Run`). The panels of the lower half refresh through one protocol (tui/panels.py).
 
-Play mode runs on a fixed frame timer: each frame advances the simulation by speed x elapsed
-wall time, but never for longer than a wall budget, so input is handled within a frame even
-when the cluster is big (the simulation then simply runs slower than asked, and the status
-line says "behind"). A frame that finds a key (or click) waiting does no work at all and
-leaves its wall time to the next frame, so the key's handling and the screen update showing it
-are not queued behind an engine advance.
+Play runs on the one frame loop (tui/frame_loop.py): each frame advances the run by speed x
+elapsed wall time, but never for longer than a wall budget, so input is handled within a frame
+even when the cluster is big (the simulation then simply runs slower than asked, and the status
+line says "behind"). A live run plays by following what arrives.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections import deque
 from functools import partial
 
 from textual import events
@@ -34,15 +35,15 @@ from kvtui.scenario.model import Scenario
 from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
 from kvtui.tui.commands import KvtuiCommands
 from kvtui.tui.controls import bindings, help_rows, palette
-from kvtui.run import SEEK_KINDS, Run
+from kvtui.run import SEEK_KINDS, Navigable, Run
 from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
-from kvtui.tui.give_way import GivesWay
+from kvtui.tui.frame_loop import FPS, FRAME_BUDGET_S, FrameLoop
 from kvtui.tui.reachable import NO_STORE, why_unreachable
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_VARIABLES, PREFERRED_ORDER, install_themes, load_themes
-from kvtui.tui.panels import PANELS, VIEWS, narrow_css
+from kvtui.tui.panels import PANELS, Frame, narrow_css, views
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.candidates import CandidateTable
 from kvtui.tui.widgets.decision_log import DecisionLog
@@ -56,15 +57,9 @@ from kvtui.tui.widgets.overview import OVERVIEW_FROM, OverviewStrip
 from kvtui.tui.widgets.timeline import ChapterLine, Timeline, current_chapter
 from kvtui.tui.widgets.view_tabs import ViewTabs
 
-FPS = 20
-FRAME_BUDGET_S = 0.025  # most wall time a frame may spend advancing the simulation
-MIN_BUDGET_S = 0.004  # ... and the least, when drawing takes most of the frame period
-MAX_FRAME_GAP_S = 0.25  # a stalled frame never asks for more sim time than this x speed
-LOG_BATCH = 500  # most log lines added per frame (the logs keep 500; lines are formatted only when drawn)
 WIDE = 120  # columns from which every panel is shown at once
 TALL = 55  # rows from which the wide layout gives the histograms the room the Why panel left empty
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
-FREEZE_EVERY_S = 1.0  # while playing, hide the simulation's long-lived objects from the GC this often
 
 
 def _sim_time(text: str) -> float:
@@ -87,9 +82,9 @@ class MainScreen(Screen[None]):
             apply()
 
 
-class KvtuiApp(GivesWay, FittedToasts, App[None]):
+class KvtuiApp(FrameLoop, FittedToasts, App[None]):
     CSS_PATH = "app.tcss"
-    CSS = narrow_css()
+    CSS = narrow_css()  # one rule per row of tui/panels.py
     TITLE = "kvtui"
     COMMANDS = App.COMMANDS | {KvtuiCommands}
 
@@ -98,35 +93,29 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
 
     def __init__(
         self,
-        scenario: Scenario,
-        seed: int | None = None,
-        policy: str | None = None,
+        runner: Run,
         theme: str | None = None,
         themes: list[Theme] | None = None,
         fps: int = FPS,
+        duration: float | None = None,
     ):
         self._kvtui_themes = themes if themes is not None else load_themes()
         super().__init__()
         install_themes(self, self._kvtui_themes, theme)
-        self.runner = Run(scenario, seed=seed, policy=policy)
+        self.runner = runner
         self.fps = fps
-        self.playing = False
+        self.duration = duration  # quit after this many seconds (None: when asked)
+        self.start_loop()
+        self.playing = runner.source.following  # a live run opens playing: following what arrives
         self.seeking: str | None = None
         self.going: tuple[str, float] | None = None  # a go-to under way: ("event" | "time", target)
         self.going_from = 0  # the event it started from (Escape returns there)
         self.speed = DEFAULT_SPEED
         self.behind = False
-        self.budget = FRAME_BUDGET_S
-        self.view = VIEWS[0][0]
+        self.view = views()[0][0]
         self.selected_node: str | None = self.runner.node_names()[0] if self.runner.node_names() else None
         self.highlight: Event | None = None
-        self.frame_times: deque[float] = deque(maxlen=600)
-        self._last_frame = time.perf_counter()  # the last frame that advanced (play pacing)
-        self._last_tick = self._last_frame  # the last frame at all (lateness)
         self._last_slow = 0.0
-        self._last_freeze = 0.0
-        self._decision_shown = None
-        self._log_generation = -1
 
     # ------------------------------------------------------------------ theme variables
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -183,12 +172,13 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self.decision_log = self.query_one("#decisions", DecisionLog)
         self.event_log = self.query_one("#events", EventLog)
         self.candidates = self.query_one("#candidates", CandidateTable)
+        self.panels = [self.query_one(f"#{p.id}") for p in PANELS]
         self.why = self.query_one("#why", Explanation)
         self.latency_panels = [self.query_one("#latency", LatencyPanel), self.query_one("#latency-wide", LatencyPanel)]
         self.tabs = self.query_one("#tabs", ViewTabs)
         self.timeline = self.query_one("#timeline", Timeline)
         self.chapter = self.query_one("#chapter", ChapterLine)
-        self.chapter.display = bool(self.runner.scenario.story)
+        self.chapter.display = bool(self.runner.story)
         self.overview = self.query_one("#overview", OverviewStrip)
         self._arrange_overview()
         self.maps.selected = self.selected_node
@@ -197,6 +187,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self.refresh_panels(force=True)
         if self.fps > 0:
             self.set_interval(1 / self.fps, self._frame, name="frame")
+        if self.duration is not None:
+            self.set_timer(self.duration, self.exit)
         self.call_after_refresh(_freeze_heap)
 
     def on_unmount(self) -> None:
@@ -231,30 +223,18 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
 
     def _set_view(self, view: str) -> None:
         self.view = view
-        for key, _ in VIEWS:
+        for key, _ in views():
             self.set_class(key == view, f"-view-{key}")
         if hasattr(self, "tabs"):
             self.tabs.set_active(view)
 
-    # ------------------------------------------------------------------ the frame
-    def _frame(self) -> None:
-        if not self.is_running:  # shutting down: App._shutdown removes the screens' widgets before it stops timers
-            return
-        start = time.perf_counter()
-        gap = start - self._last_tick
-        self._last_tick = start
-        if self.gives_way(start, self._last_frame):  # the key's handler and screen update first (give_way.py)
-            return
-        elapsed = min(start - self._last_frame, MAX_FRAME_GAP_S)
-        self._last_frame = start
-        # Adapt the simulation's share of the frame: when frames arrive late, drawing (or the
-        # engine) is eating the period, so the next frame advances for less time and key
-        # presses still get their turn quickly.
-        period = 1 / self.fps if self.fps > 0 else 0.05
-        if gap > period * 1.25:
-            self.budget = max(MIN_BUDGET_S, self.budget * 0.7)
-        else:
-            self.budget = min(FRAME_BUDGET_S, self.budget * 1.1)
+    # ------------------------------------------------------------------ the frame (tui/frame_loop.py)
+    def pull(self) -> None:
+        self.runner.source.pull()
+
+    def frame_work(self, elapsed: float) -> bool:
+        """A go-to, a jump or play, within the frame's budget; idle, checkpoints (a live run
+        that follows what arrives redraws whenever something did)."""
         r = self.runner
         if self.going is not None:
             if self._go(self.going, self.budget):
@@ -283,15 +263,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         else:
             # Idle: build the checkpoints that make stepping back quick.
             r.maintain(self.budget * 0.6)
-            return
-        if start - self._last_freeze >= FREEZE_EVERY_S:
-            # Keep the collector's full passes small while the simulation grows its state
-            # (see _freeze_heap); the engine makes almost no cyclic garbage (~500 objects per
-            # simulated minute on big-cluster), and a restart or quit collects it anyway.
-            gc.freeze()
-            self._last_freeze = start
-        self.refresh_panels()
-        self.frame_times.append(time.perf_counter() - start)
+            return False
+        return True
 
     # ------------------------------------------------------------------ drawing
     def state_text(self) -> str:
@@ -302,6 +275,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             return f"seeking next {self.seeking}"
         if self.runner.ended:
             return "ended"
+        if self.playing and self.runner.source.following:
+            return "playing (following)"
         if self.playing:
             return "playing (behind)" if self.behind else "playing"
         return "paused"
@@ -323,9 +298,9 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         r = self.runner
         for bar in self._status_bars():
             bar.show(
-                scenario=r.scenario.name,
+                scenario=r.name,
                 policy=r.policy,
-                seed=r.seed,
+                seed=r.seed if r.scenario is not None else None,
                 now=r.now,
                 seq=r.position,
                 state=self.state_text(),
@@ -346,24 +321,20 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         # times a second: faster is unreadable and costs paint time the maps need.
         if force or not busy or now - self._last_slow >= SLOW_PANEL_S:
             self._last_slow = now
-            if self._log_generation != r.generation:
-                # the run went back in time: the logs start over from its journal
-                self._log_generation = r.generation
-                self.decision_log.clear()
-                self.event_log.clear()
-            decisions, skipped = r.drain_decisions(LOG_BATCH)
-            self.decision_log.add(decisions, skipped)
-            events, skipped = r.drain_log(LOG_BATCH)
-            self.event_log.add(events, skipped)
             ev, source = self.displayed_event()
             self.why.show(ev, r.explain(ev), source)
-            self._show_candidates(ev)
-            self.latency_panel().tick()
+            frame = Frame(r, ev, self._decision_on_show(ev))
+            for panel in self.panels:
+                panel.tick(frame)  # type: ignore[attr-defined]  # every row's widget ticks (tui/panels.py)
+            self.latency_panels[1].tick(frame)
 
-    def _show_candidates(self, ev: Event | None) -> None:
-        if not isinstance(ev, RouteDecided):
-            ev = self.decision_log.highlighted or (self.runner.decisions[-1] if self.runner.decisions else None)
-        self.candidates.show_decision(ev)
+    def _decision_on_show(self, ev: Event | None) -> RouteDecided | None:
+        if isinstance(ev, RouteDecided):
+            return ev
+        highlighted = self.decision_log.highlighted
+        if isinstance(highlighted, RouteDecided):
+            return highlighted
+        return self.runner.decisions[-1] if self.runner.decisions else None
 
     def latency_panel(self) -> LatencyPanel:
         """The latency panel on show: a lower view when narrow, under the maps when wide."""
@@ -410,6 +381,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.notify("The run has ended. R restarts it.", title="Play")
         else:
             self.playing = not self.playing
+            self.runner.source.follow(self.playing)  # a live run plays by keeping up with what arrives
             if self.playing:
                 self.runner.current = None
                 self._last_frame = time.perf_counter()
@@ -422,7 +394,9 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self.playing = False
         self._stop_seek()
         ev = self.runner.step()
-        if ev is None:
+        if ev is None and self.runner.live:
+            self.notify("Nothing newer has arrived yet: space follows what arrives.", title="Step")
+        elif ev is None:
             self.notify("The run has ended. R restarts it.", title="Step")
         self._unhighlight_logs()
         self._after_command()
@@ -553,7 +527,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         return self.runner.goto(int(value), budget_s) if kind == "event" else self.runner.goto_time(value, budget_s)
 
     def action_chapter(self, delta: int) -> None:
-        story = list(getattr(self.runner.scenario, "story", ()) or ())
+        story = list(self.runner.story)
         if not story:
             self.notify("This scenario has no story: section (a list of chapters).", title="Story")
             return
@@ -579,7 +553,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
     def action_story(self) -> None:
         from kvtui.tui.screens.why import WhyScreen
 
-        story = list(getattr(self.runner.scenario, "story", ()) or ())
+        story = list(self.runner.story)
         i, ch = current_chapter(story, self.runner.now)
         if ch is None:
             self.notify("No chapter on show: k goes to the story's first." if story else
@@ -588,7 +562,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         if isinstance(self.screen, WhyScreen):
             return
         title = f"Chapter {i + 1}/{len(story)} at {ch.at:g} s: {ch.title}"
-        written_for = self.runner.scenario.router.policy
+        written_for = self.runner.written_for
         if self.runner.policy != written_for:
             title += f" (now {self.runner.policy}; the story is written for {written_for})"
         self.push_screen(WhyScreen(title, " ".join(ch.text.split()), heading="The story, in full"))
@@ -629,7 +603,17 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self._after_command()
 
     def action_restart(self) -> None:
+        if self._cannot("restart", "Restart"):
+            return
         self._restart()
+
+    def _cannot(self, capability: str, title: str) -> bool:
+        """Say so when the run's source does not take `capability` (RunSource.capabilities)."""
+        if self.runner.can(capability):
+            return False
+        self.notify(f"Real engines are not kvtui's to change: {title.lower()} works on simulated runs "
+                    f"(kvtui SCENARIO).", title=title)
+        return True
 
     def _restart(self, policy: str | None = None) -> None:
         self.playing = False
@@ -638,9 +622,6 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self.runner.restart(policy=policy)
         _freeze_heap(thaw=True)
         self.maps.rebind()
-        self.decision_log.clear()
-        self.event_log.clear()
-        self.candidates.show_decision(None)
         for panel in self.latency_panels:
             panel.rebind()
         if isinstance(self.screen, ZoomScreen):
@@ -651,6 +632,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self._after_command()
 
     def action_next_policy(self) -> None:
+        if self._cannot("policy", "Policy"):
+            return
         names = list(POLICY_NAMES)
         cur = self.runner.policy
         nxt = names[(names.index(cur) + 1) % len(names)] if cur in names else names[0]
@@ -692,6 +675,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.toggle_node(self.selected_node)
 
     def toggle_node(self, name: str) -> None:
+        if self._cannot("node_down", "Node"):
+            return
         if self.runner.ended:
             self.notify("The run has ended. R restarts it.", title="Node")
             return
@@ -699,6 +684,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self._after_command()
 
     def action_crash(self) -> None:
+        if self._cannot("crash", "Control plane"):
+            return
         if self.runner.ended:
             self.notify("The run has ended. R restarts it.", title="Control plane")
             return
@@ -734,7 +721,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.push_screen(HelpScreen(self.HELP_ROWS))
 
     def action_next_view(self) -> None:
-        keys = [k for k, _ in VIEWS]
+        keys = [k for k, _ in views()]
         self._set_view(keys[(keys.index(self.view) + 1) % len(keys)])
 
     def _unhighlight_logs(self) -> None:
@@ -751,11 +738,12 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         cmds: list[tuple[str, str, object]] = [
             (title, help_text, partial(self.run_action, action)) for title, help_text, action in palette()
         ]
-        for name in POLICY_NAMES:
+        for name in POLICY_NAMES if self.runner.can("policy") else ():
             cmds.append((f"Switch policy: {name}", "restarts the run with the same seed", lambda n=name: self.set_policy(n)))
         for node in self.runner.view().nodes:
-            verb = "Take {} down" if node.up else "Bring {} back up"
-            cmds.append((verb.format(node.name), "d on the selected node", lambda n=node.name: self.toggle_node(n)))
+            if self.runner.can("node_down"):
+                verb = "Take {} down" if node.up else "Bring {} back up"
+                cmds.append((verb.format(node.name), "d on the selected node", lambda n=node.name: self.toggle_node(n)))
             cmds.append((f"Inspect {node.name}", "z on the selected node", lambda n=node.name: self._zoom(n)))
         for name in self.theme_cycle:
             cmds.append((f"Theme: {name}", "t cycles them all", lambda n=name: self._set_theme(n)))
@@ -816,6 +804,12 @@ def make_app(
             )
     if policy is not None and policy not in POLICY_NAMES:
         raise InputError.one("--policy", None, unknown_policy(policy))
-    return KvtuiApp(scenario, seed=seed, policy=policy, theme=theme, themes=themes, fps=fps)
+    return KvtuiApp(Run(scenario, seed=seed, policy=policy), theme=theme, themes=themes, fps=fps)
+
+
+def make_live_app(source: Navigable, name: str, theme: str | None = None, fps: int = FPS,
+                  duration: float | None = None) -> KvtuiApp:
+    """The same app on real engines (kvtui/run/live.py): `kvtui live` and `kvtui replay`."""
+    return KvtuiApp(Run(source=source, name=name), theme=theme, fps=fps, duration=duration)
 
 

@@ -8,7 +8,11 @@ live (token hit rate, TTFT p50 and p95, rejections, evictions), shortened to fit
 lesson "prefix-first melts one node, load-aware spreads it" is one screen.
 
 Keys: space play/pause, s step, g go to a time (both sides) or an event number (the left's;
-the right follows to its time), + / - speed, ? help, q quit. The single view's jump keys
+the right follows to its time), v the next lower panel on both sides, + / - speed, ? help, q quit.
+
+It plays on the one frame loop (tui/frame_loop.py), and each side's lower panel is one of the
+main screen's panels (tui/panels.py), refreshed by the same tick: a panel added there reaches
+this screen too. The single view's jump keys
 (e, r, p, ...) say why they do not jump here rather than doing nothing.
 """
 
@@ -25,7 +29,8 @@ from kvtui.scenario.model import Scenario
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
 from kvtui.tui.controls import CONTROLS, DEFAULT_SPEED, NEXT, SPEEDS
-from kvtui.tui.give_way import GivesWay
+from kvtui.tui.frame_loop import FrameLoop
+from kvtui.tui.panels import PANELS, Frame, views
 from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
@@ -35,9 +40,7 @@ from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.status_bar import StatusBar
 
 FPS = 20
-BUDGET_S = 0.03
 TALL = 30  # rows from which each side shows its Why and event log
-LOG_BATCH = 500
 
 
 def _ms(v: float | None) -> str:
@@ -105,8 +108,8 @@ class Side(Vertical):
     Side > .side-figures { height: auto; color: $text-muted; }
     Side > BlockMap { height: 1fr; max-height: 100%; }
     Side > Explanation { height: 6; background: $boost; padding: 0 1; }
-    Side > EventLog { height: 6; }
-    .-short Side > Explanation, .-short Side > EventLog { display: none; }
+    Side > .view { height: 6; display: none; }
+    .-short Side > Explanation, .-short Side > .view { display: none !important; }
     """
 
     def __init__(self, runner: Run, *, id: str, why_key: str):
@@ -117,14 +120,22 @@ class Side(Vertical):
         self.figures = Static("", classes="side-figures", markup=False)
         self.block_map = BlockMap(self.runner)
         self.why = Explanation(cut_hint=f" · cut: {why_key} reads it all")
-        self.events = EventLog()
-        self._generation = runner.generation
+        self.panels = [panel.make(runner, panel.id) for panel in PANELS]
 
     def compose(self) -> ComposeResult:
         yield self.figures
         yield self.block_map
         yield self.why
-        yield self.events
+        yield from self.panels
+
+    @property
+    def events(self) -> EventLog:
+        """Its event log (the panel each side shows first)."""
+        return next(p for p in self.panels if isinstance(p, EventLog))
+
+    def show_view(self, view: str) -> None:
+        for panel in self.panels:
+            panel.display = panel.id == view
 
     def show_figures(self) -> None:
         self.figures.update(figures_text(self.runner.key_figures(), self.figures.size.width or 10_000))
@@ -139,15 +150,14 @@ class Side(Vertical):
             return
         self.block_map.tick()
         self.show_figures()
-        if self._generation != self.runner.generation:  # went back in time: the log starts over
-            self._generation = self.runner.generation
-            self.events.clear()
-        self.events.add(*self.runner.drain_log(LOG_BATCH))
         ev = self.runner.last_interesting
         self.why.show(ev, self.runner.explain(ev), "latest")
+        frame = Frame(self.runner, ev, self.runner.decisions[-1] if self.runner.decisions else None)
+        for panel in self.panels:
+            panel.tick(frame)  # type: ignore[attr-defined]  # every row's widget ticks (tui/panels.py)
 
 
-class CompareApp(GivesWay, FittedToasts, App[None]):
+class CompareApp(FrameLoop, FittedToasts, App[None]):
     TITLE = "kvtui compare"
     CSS = """
     #sides { height: 1fr; }
@@ -160,6 +170,7 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
         Binding("space", "toggle_play", "Play/Pause"),
         Binding("s", "step", "Step"),
         Binding("g", "goto", "Go to"),
+        Binding("v", "next_view", "View", show=False),
         Binding("y", "why('left')", "Why (left)", show=False),
         Binding("Y", "why('right')", "Why (right)", show=False),
         Binding("plus,equals_sign", "speed(1)", "Faster", key_display="+"),
@@ -179,9 +190,10 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
         self.lockstep = Lockstep(self.left.source, self.right.source)
         self.scenario = scenario
         self.fps = fps
+        self.start_loop()
         self.playing = False
         self.speed = DEFAULT_SPEED
-        self._last = time.perf_counter()
+        self.view = "events"  # the lower panel each side shows (v: the next)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(DEFAULT_VARIABLES)
@@ -196,6 +208,8 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        for side in self.query(Side):
+            side.show_view(self.view)
         self.refresh_panels()
         if self.fps > 0:
             self.set_interval(1 / self.fps, self._frame)
@@ -208,23 +222,17 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
         self.set_class(self.size.height < TALL, "-short")
         self.refresh_panels()
 
-    def _frame(self) -> None:
-        if not self.is_running:  # shutting down: App._shutdown removes the screens' widgets before it stops timers
-            return
-        now = time.perf_counter()
-        if self.gives_way(now, self._last):  # the key's handler and screen update first (give_way.py)
-            return
-        elapsed = min(now - self._last, 0.25)
-        self._last = now
+    def frame_work(self, elapsed: float) -> bool:
+        """Play: both runs in lockstep by sim time (tui/frame_loop.py runs the frame)."""
         if not self.playing:
-            return
+            return False
         if self.lockstep.ended:
             self.playing = False
         else:
-            self.lockstep.advance(self.lockstep.now + self.speed * elapsed, BUDGET_S)
-        self.refresh_panels()
+            self.lockstep.advance(self.lockstep.now + self.speed * elapsed, self.budget)
+        return True
 
-    def refresh_panels(self) -> None:
+    def refresh_panels(self, force: bool = False) -> None:
         state = "ended" if self.lockstep.ended else ("playing" if self.playing else "paused")
         self.query_one(StatusBar).show(
             scenario=self.scenario.name,
@@ -244,7 +252,7 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
 
     def action_toggle_play(self) -> None:
         self.playing = not self.playing and not self.lockstep.ended
-        self._last = time.perf_counter()
+        self._last_frame = time.perf_counter()
         self.refresh_panels()
 
     def action_step(self) -> None:
@@ -278,6 +286,13 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
             return
         self.refresh_panels()
 
+    def action_next_view(self) -> None:
+        keys = [k for k, _ in views()]
+        self.view = keys[(keys.index(self.view) + 1) % len(keys)] if self.view in keys else keys[0]
+        for side in self.query(Side):
+            side.show_view(self.view)
+        self.refresh_panels()
+
     def action_no_jump(self, what: str) -> None:
         """A jump key of the single view: the two runs' events differ (that is the point of the
         screen), so "the next one" would be one side's; say so, and what works instead."""
@@ -306,7 +321,7 @@ class CompareApp(GivesWay, FittedToasts, App[None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:
-            self.push_screen(HelpScreen(HELP_ROWS, PANELS, "kvtui split screen help", palette=False))
+            self.push_screen(HelpScreen(HELP_ROWS, HELP_PANELS, "kvtui split screen help", palette=False))
 
 
 HELP_ROWS = [
@@ -314,14 +329,15 @@ HELP_ROWS = [
     ("s", "step: both runs to the same sim time"),
     ("g", "go to a time (both runs) or #event (the left's; the right follows to its time)"),
     ("y / Y", "the left's / right's Why in full"),
+    ("v", "the next lower panel on both sides (the main screen's panels)"),
     ("+ / -", "faster / slower"),
     (" ".join(c.keys for c in CONTROLS if c.group is NEXT), "the single view's jumps: each run has its own next event, so here they say so"),
     ("?", "this help"),
     ("q", "quit"),
 ]
-PANELS = (
+HELP_PANELS = (
     ("Left", "the scenario's policy (or --policy); right: --vs. Same seed, same arrivals."),
-    ("Each side", "its key numbers, block maps, the Why of its latest event and its event log (those two from 30 rows up)."),
+    ("Each side", "its key numbers, block maps, the Why of its latest event and one lower panel, its event log first (those two from 30 rows up)."),
     ("Δ line", "how the right run differs from the left: token hit rate, TTFT p50 and p95, rejections, evicted blocks."),
 )
 

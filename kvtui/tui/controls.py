@@ -69,6 +69,7 @@ CONTROLS: tuple[Control, ...] = (
     C("next-arrival", "a", "seek('arrival')", "arrival", "Jump to next arrival", "jump to the next request arrival", group=NEXT, show=False),
     C("next-completion", "x", "seek('completion')", "completion", "Jump to next completion", "jump to the next request completion", group=NEXT, show=False),
     C("next-transfer", "m", "seek('transfer')", "KV transfer", "Jump to next KV transfer", "jump to the next KV transfer from a prefill node to a decode node", group=NEXT, show=False),
+    C("next-gap", "u", "seek('gap')", "lost gap", "Jump to next lost gap", "jump to the next gap of KV events an engine's replay could not fill (live and recorded runs)", group=NEXT, show=False),
     C("cancel-seek", "escape", "cancel_seek", "Cancel jump", "Cancel the jump", "while a jump searches: cancel it and go back to where it began", show=False, priority=True),
     C("next-chapter", "k", "chapter(1)", "chapter", "Next story chapter", "go to the next chapter of the scenario's story (K: previous)", show=False),
     C("prev-chapter", "K", "chapter(-1)", "chapter", "Previous story chapter", "go to the previous chapter of the story", show=False),

@@ -91,20 +91,21 @@ def make_all(scenario_path: str, theme: str = "dark") -> Iterator[tuple[str, str
 
 
 async def live_screenshot(recording: Path, size: tuple[int, int], theme: str = "dark") -> str:
-    """The live app replaying `recording` (read from a copy: reading takes the store's lock
-    file, which must not touch the repository's), at its last batch."""
+    """The app replaying `recording` (read from a copy: reading takes the store's lock file,
+    which must not touch the repository's), at its last event."""
     from kvtui.live.recording import read_recording
-    from kvtui.run.live import LiveRun
-    from kvtui.tui.live_app import LiveApp
+    from kvtui.run.live import LiveSource
+    from kvtui.tui.app import make_live_app
     from kvtui.tui.record import _stable_svg
 
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / recording.name
         shutil.copytree(recording, copy)
-        app = LiveApp(LiveRun(read_recording(str(copy))), f"replay {recording.name}", theme=theme, fps=0)
+        source = LiveSource(read_recording(str(copy)))
+        app = make_live_app(source, f"replay {recording.name}", theme=theme, fps=0)
         async with app.run_test(size=size) as pilot:
-            await pilot.press("end")
-            app.refresh_panels()
+            app.runner.goto(source.end)
+            app.refresh_panels(force=True)
             await pilot.pause()
             return _stable_svg(app.export_screenshot(title=f"kvtui replay {recording.name}"))
 

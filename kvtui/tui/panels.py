@@ -1,44 +1,79 @@
-"""The panels of the main screen's lower half, one row each: the id (written here and nowhere
-else: it names the widget, its tab and its CSS rule), the tab's label, how the widget is made
-from the run, and its extra style when it is the one panel a narrow screen shows. The tabs
-(widgets/view_tabs.py), the `v` key's cycle and the layout all read this table.
+"""The panels of the lower half, one row each, and the one way they refresh (the tick protocol).
 
-Adding a panel is one widget file under kvtui/tui/widgets/ and one row here
+A row names the panel (its id is written here and nowhere else: it names the widget, its tab
+and its CSS rule), its tab's label, how the widget is made from the run, and its extra style
+when it is the one panel a narrow screen shows. The tabs (widgets/view_tabs.py), the `v`
+key's cycle, the layout, and each side of the split screen (tui/compare.py) all read this
+table, and every screen refreshes every panel the same way: `widget.tick(frame)` with a `Frame`
+saying what is on show. So a panel reaches every kind of run (a simulation, a live cluster, a
+recording) and both screens by being one widget with a `tick(frame)` and one row here
 (docs/architecture.md, "How to add a panel").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from textual.widget import Widget
 
+from kvtui.events import Event, RouteDecided
 from kvtui.run import Run
 from kvtui.tui.widgets.candidates import CandidateTable
 from kvtui.tui.widgets.decision_log import DecisionLog
+from kvtui.tui.widgets.engines import EnginesTable
 from kvtui.tui.widgets.event_log import EventLog
 from kvtui.tui.widgets.latency_panel import LatencyPanel
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What a screen has on show when it refreshes its panels."""
+
+    run: Run
+    event: Event | None  # the event the Why is about
+    decision: RouteDecided | None  # the decision on show: that event, the log's highlighted one, or the newest
+
+
+class Ticks(Protocol):
+    """A panel: a widget that redraws what changed when its screen refreshes."""
+
+    def tick(self, frame: Frame) -> None: ...
 
 
 @dataclass(frozen=True)
 class Panel:
     id: str
     label: str
-    make: Callable[[Run, str], Widget]  # (the run, the id) -> the widget, of class "view"
+    make: Callable[[Run, str], Widget]  # (the run, the id) -> the widget (a `Ticks`), of class "view"
+    about: str  # what it shows, for the help screen (screens/help.py)
     narrow_style: str = ""  # CSS declarations added when a narrow screen shows this panel alone
 
 
-PANELS: tuple[Panel, ...] = (
-    Panel("decisions", "Decisions", lambda run, id: DecisionLog(id=id, classes="view")),
+PANELS: list[Panel] = [
+    Panel("decisions", "Decisions", lambda run, id: DecisionLog(id=id, classes="view"),
+          "one line per routing decision: request → node, and the policy's reason. Move onto a line (↑↓, or "
+          "click) to see every candidate with its features and score, and the decision explained in words."),
     Panel("candidates", "Candidates", lambda run, id: CandidateTable(id=id, classes="view"),
-          " height: 1fr; max-height: 100%;"),
-    Panel("events", "Events", lambda run, id: EventLog(id=id, classes="view")),
-    Panel("latency", "Latency", lambda run, id: LatencyPanel(run, id=id, classes="view"), " height: 1fr;"),
-)
+          "every candidate of the decision on show: score, how far behind the pick, prefix blocks held, why "
+          "it was not eligible.", " height: 1fr; max-height: 100%;"),
+    Panel("events", "Events", lambda run, id: EventLog(id=id, classes="view"),
+          "evictions (whose prefix, how many blocks), preemptions, rejections with the reason, node failures "
+          "and recoveries, control-plane crash and recovery; from real engines, lost gaps, restarts, "
+          "malformed messages and each routed request's misses with their causes."),
+    Panel("latency", "Latency", lambda run, id: LatencyPanel(run, id=id, classes="view"),
+          "TTFT / TPOT / E2E histograms with p50 ▲50, p95 ▲95, p99 ▲99 marked (a live run's: the proxy's "
+          "measurements); hit rates, rejection rate, throughput.", " height: 1fr;"),
+    Panel("engines", "Nodes", lambda run, id: EnginesTable(run, id=id, classes="view"),
+          "one line per node: GPU blocks held of how many, offloaded, evicted, recent hit rate, running and "
+          "waiting; a real engine's batches, gaps, malformed messages, epochs and last /metrics read.",
+          " height: 1fr;"),
+]
 
 
-VIEWS: tuple[tuple[str, str], ...] = tuple((p.id, p.label) for p in PANELS)
+def views() -> list[tuple[str, str]]:
+    """(id, label) of every panel, in order (the tabs and the `v` cycle)."""
+    return [(p.id, p.label) for p in PANELS]
 
 
 def narrow_css() -> str:

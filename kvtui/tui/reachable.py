@@ -15,9 +15,21 @@ NO_STORE = ("This scenario has no metadata: section: its control plane keeps no 
             "crashes or recovers (try scenarios/crash-recovery.yaml).")
 
 
+# What real engines' events can tell (kvtui/live/translate.py): no rejections, preemptions,
+# failures, control plane or KV transfers reach kvtui from them.
+REAL_ENGINES_TELL = ("eviction", "decision", "arrival", "completion", "gap")
+
+
 def why_unreachable(runner, what: str) -> str | None:
     """Why a jump to the next `what` cannot find one from here; None when it may."""
+    if runner.scenario is None:
+        if what not in REAL_ENGINES_TELL:
+            return (f"Real engines do not publish a {what}: their KV events and route mode's requests tell "
+                    f"{', '.join(REAL_ENGINES_TELL)}.")
+        return None
     match what:
+        case "gap":
+            return "A simulation loses no KV events: gaps come from real engines (kvtui live, kvtui replay)."
         case "crash" | "recovery" if not runner.has_store:
             return NO_STORE
         case "crash" if not _scripted_after(runner, "control_plane_crash"):
@@ -34,7 +46,7 @@ def why_unreachable(runner, what: str) -> str | None:
 
 def _scripted_after(runner, action: str) -> bool:
     """A scripted event of `action` still to fire."""
-    return any(ev.action == action and _pending(runner, ev) for ev in runner.scenario.events)
+    return any(ev.action == action and _pending(runner, ev) for ev in runner.scripted)
 
 
 def _pending(runner, ev) -> bool:

@@ -70,3 +70,60 @@ def made_recording(requests: int = 120, blocks: int = 40, seed: int = 3) -> list
     out.insert(len(out) // 3, Received(ENGINES[0], out[len(out) // 3].at, (b"", b"\x01")))
     out.insert(3, Scraped(ENGINES[1], out[2].at, EngineFigures(blocks + 8, BS, 0.1, 1, 0, 64, 16)))
     return out
+
+
+def made_routed_recording(requests: int = 60, blocks: int = 40, seed: int = 5, policy: str = "load_prefix") -> list[Delivery]:
+    """A route-mode recording: kvtui's `policy` routes each request over the live index (as
+    kvtui/live/proxy.py does, with kvtui/live/routing.py), the chosen engine's pool runs it and
+    publishes its batch, and the request is handed on as served with the miss forensics of
+    kvtui/live/forensics.py and a TTFT and E2E that grow with the blocks it missed."""
+    import numpy as np
+
+    from kvtui.live.delivery import Served, ingest
+    from kvtui.live.engines import Engine
+    from kvtui.live.forensics import attribute
+    from kvtui.live.routing import LiveRouter
+    from kvtui.live.state import LiveState
+    from kvtui.sim.request import Request
+    from kvtui.sim.workload.hashing import chain_keys
+
+    rng = random.Random(seed)
+    families = [[rng.randrange(1000) for _ in range(rng.randrange(8, 25))] for _ in range(4)]
+    pools = {name: _Pool(blocks) for name in ENGINES}
+    seqs = dict.fromkeys(ENGINES, 0)
+    router = LiveRouter(policy, [Engine(name, "tcp://h:1", api=f"http://{name}") for name in ENGINES])
+    state = LiveState()
+    out: list[Delivery] = []
+
+    def deliver(d: Delivery) -> None:
+        ingest(state, d)
+        out.append(d)
+
+    for name in ENGINES:
+        deliver(Watching(name, 1000.0))
+    for k in range(requests):
+        at = 1000.0 + 0.5 * (k + 1)
+        tokens = list(rng.choice(families)) + [rng.randrange(1000) for _ in range(rng.randrange(1, 12))]
+        keys = tuple(chain_keys(np.asarray(tokens, dtype=np.int64), BS, None))
+        routed = router.route(state, Request(f"r{k}", f"s{k % 7}", "", 0, len(tokens), 8, keys), BS, at)
+        engine = routed.decision.node
+        hit = _cached_prefix(pools[engine], tokens)
+        deliver(Received(engine, at + 0.01, _frames(seqs[engine], pools[engine].run(tokens))))
+        seqs[engine] += 1
+        f = attribute(routed, state, hit * BS, BS)
+        ttft = 0.02 + 0.004 * f.missed
+        candidates = tuple((c.node, c.score, routed.promised(c.node), c.eligible) for c in routed.decision.candidates)
+        deliver(Served(engine, at + 0.1, f"r{k}", routed.decision.reason, candidates, f, ttft, ttft + 0.01 * 8,
+                       len(tokens), 8, policy))
+    return out
+
+
+def _cached_prefix(pool: _Pool, tokens: list[int]) -> int:
+    """Leading full blocks of `tokens` the pool holds (what the engine serves from cache)."""
+    parent, n = None, 0
+    for i in range(len(tokens) // BS):
+        h = hash((parent, tuple(tokens[i * BS:(i + 1) * BS]))) & 0x7FFF_FFFF_FFFF_FFFF
+        if h not in pool.cached:
+            break
+        parent, n = h, n + 1
+    return n

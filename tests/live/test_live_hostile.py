@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 import tracemalloc
 import urllib.error
 import urllib.request
@@ -287,25 +286,30 @@ def test_a_trickling_metrics_server_is_cut_off_at_the_deadline():
 
 
 def test_the_app_says_since_when_metrics_are_stale():
+    from kvtui.live.delivery import Scraped
     from kvtui.live.metrics import EngineFigures
-    from kvtui.tui.live_app import metrics_line
+    from kvtui.run.live import LiveSource
 
-    assert "stale since" in metrics_line("e", EngineFigures(error="URLError: refused"), fresh_at=time.time())
-    assert "never read" in metrics_line("e", EngineFigures(error="URLError: refused"))
+    source = LiveSource([Scraped("e", 10.0, EngineFigures(num_gpu_blocks=8)),
+                         Scraped("e", 12.5, EngineFigures(error="URLError: refused"))])
+    source.goto(1)
+    assert "stale" not in source.node_notes()["e"]
+    source.goto(2)
+    assert "metrics: URLError: refused (stale since 0.0 s)" in source.node_notes()["e"]
 
 
 # ------------------------------------------------------------------ 9. the live app's memory
 def test_the_live_history_is_capped_and_says_so():
-    from kvtui.run.live import LiveRun
+    from kvtui.run.live import LiveSource
 
-    run = LiveRun(live=True, kept=1_000, kept_bytes=1 << 30)
-    for seq in range(10_000):
+    run = LiveSource(live=True, kept=1_000, kept_bytes=1 << 30)
+    for seq in range(5_000):
         run.receive(Received("e", float(seq), tuple(h.message(seq, [h.stored([seq], [seq % 7] * 4)]))))
-    assert len(run.deliveries) <= 1_000 and run.dropped + len(run.deliveries) == 10_000
-    assert run.end == 10_000 and run.position == 10_000 and run.state.counts["e"].batches == 10_000
+    assert len(run.events) <= 1_000 and run.dropped + len(run.events) == run.end
+    assert run.end == run.position == 10_000  # a batch, and the blocks it stored
     run.goto(0)  # as far back as is kept
-    assert run.position == run.first == run.dropped
-    assert run.state.counts["e"].batches == run.first
+    assert run.position == run.first == run.dropped > 0
+    assert run.picture.engines.engines["e"].batches == run.first // 2  # the picture as it was there
 
 
 # ------------------------------------------------------------------ 10. engine specs

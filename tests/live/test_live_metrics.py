@@ -20,7 +20,7 @@ from kvtui.live.engines import Engine
 from kvtui.live.recording import Recorder, read_recording
 from kvtui.live.session import LiveSession
 from kvtui.live.state import LiveState
-from kvtui.live.view import cluster_view, engine_rows
+from kvtui.run.live import LiveSource
 
 from differential import peers
 
@@ -109,13 +109,16 @@ def test_a_session_scrapes_records_and_replays_the_metrics(names, tmp_path):
         session.close()
         server.close()
     assert figures == m.EngineFigures(1000, 16, 0.25, 3, 0, 400, 100)
-    assert cluster_view(session.state, 0.0, 0).nodes[0].num_blocks == 1000  # the map is the engine's pool
     replayed = LiveState()
     deliveries = read_recording(str(tmp_path / "rec"))
     for d in deliveries:
         ingest(replayed, d)
     assert any(isinstance(d, Scraped) for d in deliveries)
-    assert engine_rows(replayed) == engine_rows(session.state)
+    assert replayed.figures == session.state.figures
+    source = LiveSource(deliveries)
+    source.goto(source.end)
+    assert source.view().nodes[0].num_blocks == 1000  # the map is the engine's pool
+    assert "kv 25% of 1000 blocks" in source.node_notes()["e0"]
 
 
 def test_an_unreachable_metrics_server_is_shown_not_raised():

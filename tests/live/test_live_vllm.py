@@ -231,6 +231,36 @@ def test_a_recording_replays_to_the_same_figures(new, tmp_path):
     assert replayed.blocks["e0"].by_medium == session.state.blocks["e0"].by_medium
 
 
+def test_the_live_path_and_replay_give_one_event_stream(new, tmp_path):
+    """What the app's live source takes from a session's listener (`kvtui live`) and what
+    `kvtui replay` reads back from the session's recording are one stream of events (issue 33),
+    a late join's replayed batches and gap included."""
+    from kvtui.live.engines import Engine
+    from kvtui.run import digest
+    from kvtui.run.live import LiveSource
+
+    pub = vp.Publisher(new.kv_events, buffer_steps=4)
+    directory = str(tmp_path / "rec")
+    live = LiveSource(live=True)
+    try:
+        source = vp.PoolSource(new, POOL_BLOCKS)
+        reqs = prompts(7, REQUESTS)
+        for tokens in reqs[:8]:
+            pub.publish(source.run(tokens))
+        pub.wait_sent()
+        session = LiveSession([Engine("e0", pub.endpoint, pub.replay_endpoint)], Recorder(directory),
+                              replay_timeout=2.0, listener=live.receive)
+        settle(session)
+        join_late(session, pub, source, reqs[8:])
+        session.close()
+    finally:
+        pub.close()
+    replayed = LiveSource(read_recording(directory))
+    kinds = {ev.kind for ev in live.events}
+    assert {"watched", "kv_batch", "stored", "gap"} <= kinds
+    assert digest(live.events) == digest(replayed.events)
+
+
 def test_the_live_and_replay_commands_print_the_same_lines(new, tmp_path, capsys):
     pub = vp.Publisher(new.kv_events)
     engines, directory = tmp_path / "engines.yaml", str(tmp_path / "rec")

@@ -149,10 +149,6 @@ def both(scenario, recording) -> tuple[Run, Run]:
     return Run(scenario), Run(scenario, make_source=lambda *_: RecordedSource(events, names))
 
 
-@pytest.mark.xfail(strict=True, reason="since the scheduler caches blocks as it allocates (issue 31), a Run over "
-                   "the simulation takes in a few events past its last step (evictions: 503 vs 481 blocks after "
-                   "500 steps) that a Run over the recording has not; the step results and the journal up to "
-                   "there agree. Known defect, found at the merge on 2026-11-28; for issue 33's one run layer")
 def test_the_same_steps_give_the_same_journal_and_figures(scenario, recording):
     simulated, recorded = both(scenario, recording)
     for _ in range(STEPS):

@@ -4,7 +4,7 @@ key's help and a panel's description wrapped to the left edge)."""
 from rich.console import Console
 
 from kvtui.tui.app import KvtuiApp
-from kvtui.tui.screens.help import PANELS, two_columns
+from kvtui.tui.screens.help import panel_rows, two_columns
 
 
 def _lines(rows, indent: int, width: int) -> list[str]:
@@ -23,9 +23,10 @@ def test_key_help_wraps_beside_the_keys():
 
 
 def test_panel_descriptions_wrap_beside_their_names():
-    column = max(len(k) for k, _ in PANELS) + 2
-    names = {name for name, _ in PANELS}
-    for line in _lines(PANELS, 0, 76):
+    rows = panel_rows()
+    column = max(len(k) for k, _ in rows) + 2
+    names = {name for name, _ in rows}
+    for line in _lines(rows, 0, 76):
         head = line[:column].strip()
         assert head == "" or head in names
         assert line[column:].strip()

@@ -1,131 +1,114 @@
-"""The app over live data (kvtui/tui/live_app.py) on a fixed recording (tests/live/made_recording.py):
-snapshots at fixed sizes and theme, paused; stepping, going back and seeking over the run
-layer's LiveRun give the same picture as getting there forward; the app's table at the end
-says what `kvtui replay --no-ui` prints."""
+"""One app for every run: the main app (kvtui/tui/app.py) on a recording of real engines
+(kvtui/run/live.py), made in the tests (tests/live/made_recording.py: route mode over two
+engines), shows the Why of each routing decision and each miss, the decision log, the
+TTFT / TPOT / E2E histograms and the nodes panel, at 80x24, 120x40 and 250x70; and a panel
+added as one row of tui/panels.py reaches the simulation, the live app and the split screen."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
+from textual.widgets import Static
 
-from kvtui.live.delivery import ingest
-from kvtui.live.session import summary_lines
-from kvtui.live.state import LiveState
-from kvtui.run.live import CHECKPOINT_EVERY, LiveRun
-from kvtui.tui.live_app import LiveApp
+from kvtui.run import life_rows
+from kvtui.run.live import LiveSource
+from kvtui.scenario import load_scenario
+from kvtui.tui import panels
+from kvtui.tui.app import make_app, make_live_app
+from kvtui.tui.compare import make_compare_app
 
-from live.made_recording import made_recording
+from live.made_recording import made_recording, made_routed_recording
 
-SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
-
-
-def _app(**kw) -> LiveApp:
-    return LiveApp(LiveRun(made_recording(**kw)), "replay made.rec", theme="dark", fps=0)
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40"), pytest.param((250, 70), id="250x70")]
 
 
-def _picture(run: LiveRun) -> tuple:
-    view = run.view()
-    return (tuple((n.name, n.gpu.state.tobytes(), n.gpu.owner) for n in view.nodes), tuple(run.engines()),
-            run.index_figures(), run.recent(5))
+def _app(deliveries=None):
+    return make_live_app(LiveSource(made_routed_recording() if deliveries is None else deliveries),
+                         "replay made.rec", theme="dark", fps=0)
 
 
-def keys(*pressed: str):
+def at_end(*pressed: str):
     async def run_before(pilot) -> None:
+        app = pilot.app
+        app.runner.goto(app.runner.source.end)
         await pilot.press(*pressed)
-        pilot.app.refresh_panels()
+        app.refresh_panels(force=True)
         await pilot.pause()
 
     return run_before
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_replay_first_screen(snap_compare, size):
-    assert snap_compare(_app(), terminal_size=size, run_before=keys())
+def test_replay_at_the_end_shows_the_why_of_a_miss_the_decisions_and_histograms(snap_compare, size):
+    assert snap_compare(_app(), terminal_size=size, run_before=at_end("b"))
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_replay_at_the_first_eviction_after_the_gap(snap_compare, size):
-    assert snap_compare(_app(), terminal_size=size, run_before=keys("m", "e", "s", "b"))
+def test_replay_on_a_decision_shows_its_why_and_candidates(snap_compare, size):
+    assert snap_compare(_app(), terminal_size=size, run_before=at_end("b", "b", "b", "v"))
 
 
-def test_back_and_goto_rebuild_the_picture_stepping_forward_made():
-    deliveries = made_recording(requests=2 * CHECKPOINT_EVERY + 40)
-    forward, pictures = LiveRun(deliveries), {}
-    while forward.step() is not None:
-        pictures[forward.position] = _picture(forward)
-    moved = LiveRun(deliveries)
-    moved.goto(len(deliveries))
-    for p in (len(deliveries) - 1, CHECKPOINT_EVERY + 3, CHECKPOINT_EVERY, 7, 1):
-        moved.goto(p)
-        assert _picture(moved) == pictures[p], p
-    moved.back()
-    assert moved.position == 0 and moved.engines() == []
+def test_the_panels_on_show_say_what_the_run_says():
+    asyncio.run(_panels_on_show())
 
 
-def test_checkpoints_stay_bounded_and_back_still_rebuilds(monkeypatch):
-    monkeypatch.setattr("kvtui.run.live.CHECKPOINT_EVERY", 4)
-    monkeypatch.setattr("kvtui.run.live.MAX_CHECKPOINTS", 5)
-    deliveries = made_recording(requests=100)
-    run, pictures = LiveRun(deliveries), {}
-    while run.step() is not None:
-        pictures[run.position] = _picture(run)
-        assert len(run._checkpoints) <= 5
-    for p in (97, 50, 33, 3):
-        run.goto(p)
-        assert _picture(run) == pictures[p], p
+async def _panels_on_show() -> None:
+    app = _app()
+    async with app.run_test(size=(250, 70)) as pilot:
+        app.runner.goto(app.runner.source.end)
+        await pilot.press("b")
+        app.refresh_panels(force=True)
+        await pilot.pause()
+        assert len(app.decision_log.items) == 60
+        assert "missed as partial block" in app.why.body
+        assert [h.title for h in app.latency_panels[1].histograms] == ["TTFT", "TPOT", "E2E"]
+        assert [len(h.source()) for h in app.latency_panels[1].histograms] == [59, 59, 59]  # the last one not done yet
+        nodes = str(app.query_one("#engines").render())
+        assert "vllm-a" in nodes and "batches" in nodes and "index" in nodes
+        await pilot.press("i")  # the life of the request on show
+        await pilot.pause()
+        life = " ".join(text for _, text in life_rows("r59", app.runner.journal.life("r59")))
+        assert type(app.screen).__name__ == "LifeScreen" and app.screen.request == "r59"
+        assert "routed to vllm-b by load_prefix" in life and "misses: partial block 1" in life
 
 
-def test_seek_lands_on_the_next_removal_and_gap():
-    run = LiveRun(made_recording())
-    removal = run.seek("removal")
-    assert "removed" in run.recent(1)[0][2] and run.deliveries[run.position - 1] is removal
-    assert sum(e.removed for e in run.engines()) > 0
-    run.goto(run.position - 1)
-    assert sum(e.removed for e in run.engines()) == 0
-    run.seek("gap")
-    assert run.recent(1)[0][2].startswith("gap: 2 batches")
-    assert run.seek("gap") is None and run.ended is False
+def test_commands_a_real_cluster_cannot_take_say_so():
+    asyncio.run(_commands())
 
 
-def test_goto_time_stands_on_the_last_delivery_received_by_then():
-    run = LiveRun(made_recording())
-    run.goto_time(10.0)
-    assert run.now <= 10.0 < run.deliveries[run.position].at - run.start
+async def _commands() -> None:
+    app = _app(made_recording(requests=20))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("d", "c", "R", "o")
+        await pilot.pause()
+        assert all(app.runner.node_is_up(n) for n in app.runner.node_names())
+        assert sum("not kvtui's to change" in str(n.message) for n in app._notifications) >= 3
 
 
-def test_following_moves_with_new_deliveries_and_pause_holds_the_picture():
-    deliveries = made_recording()
-    run = LiveRun(live=True)
-    for d in deliveries[:50]:
-        run.receive(d)
-    assert run.position == 50
-    run.following = False
-    for d in deliveries[50:]:
-        run.receive(d)
-    assert run.position == 50 and not run.ended
-    run.follow()
-    assert run.position == len(deliveries) and run.following
+def test_a_live_run_opens_following_and_space_holds_the_picture():
+    asyncio.run(_live_following())
 
 
-def test_the_app_at_the_end_says_what_replay_no_ui_prints():
-    asyncio.run(_the_app_at_the_end())
-
-
-async def _the_app_at_the_end() -> None:
-    deliveries = made_recording()
-    state = LiveState()
-    for d in deliveries:
-        ingest(state, d)
-    app = LiveApp(LiveRun(deliveries), "replay", theme="dark", fps=0)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("end")
-        table = app.engines_text().splitlines()
-    for line, counts in zip(table[1:], state.counts.values()):
-        name, gpu, _cpu, stored, removed, batches, gaps, bad = line.split()[:8]
-        assert (int(stored), int(removed), int(batches), int(gaps), int(bad)) == (
-            counts.stored, counts.removed, counts.batches, counts.gaps, counts.malformed)
-    assert summary_lines(state)[0].startswith("vllm-a: stored 114 removed 74")
+async def _live_following() -> None:
+    deliveries = made_routed_recording(requests=20)
+    source = LiveSource(live=True)
+    pending = iter(deliveries)
+    source.takes_from(lambda: [source.receive(d) for d in itertools.islice(pending, 10)])  # a session's poll
+    app = make_live_app(source, "live", theme="dark", fps=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.playing and "following" in app.state_text()
+        app._frame()
+        await pilot.pause()
+        assert app.runner.position == source.end > 0 and app.runner.decisions
+        await pilot.press("space")  # pause: the picture holds, what arrives is still taken in
+        held = app.runner.position
+        app.pull()
+        assert source.end > held == app.runner.position and not app.playing
+        await pilot.press("space")  # play again: back to the newest
+        app._frame()
+        assert app.runner.position == source.end and app.playing
 
 
 def test_play_runs_a_recording_to_its_end_and_stops():
@@ -133,34 +116,16 @@ def test_play_runs_a_recording_to_its_end_and_stops():
 
 
 async def _play_to_the_end() -> None:
-    import time
-
-    app = LiveApp(LiveRun(made_recording(requests=8)), "replay", theme="dark", fps=0)
+    app = _app(made_recording(requests=8))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("space")
         assert app.playing and app.runner.position == 0
-        app._play_from = (time.monotonic() - 3.0, 0.0)  # three seconds of play (the recording: 2.25 s)
-        app._frame()
+        app.frame_work(10.0)  # ten seconds of play at speed 1 (the recording: 2.25 s)
         await pilot.pause()
         assert app.runner.ended and not app.playing
-        assert "■ ended" in app.status_text()
-
-
-def test_a_frame_during_shutdown_does_nothing():
-    """Textual's shutdown removes the screens' widgets before it stops the app's timers, so a
-    frame can fire with no #status to update (seen once in CI as NoMatches)."""
-    asyncio.run(_frame_after_shutdown())
-
-
-async def _frame_after_shutdown() -> None:
-    app = LiveApp(LiveRun(made_recording(requests=10)), "replay", theme="dark", fps=30)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("space")
-    app._frame()  # the widgets are gone; before the guard this raised NoMatches
 
 
 def test_random_keys_while_playing_never_crash():
-    """Every key of the live app, pressed at random while a recording plays (seeded)."""
     asyncio.run(_random_keys())
 
 
@@ -168,13 +133,45 @@ async def _random_keys() -> None:
     import random
 
     rng = random.Random(21)
-    keys = ["space", "s", "b", "e", "m", "home", "end", "plus", "minus", "t", "left", "tab", "x"]
-    app = LiveApp(LiveRun(made_recording(requests=60)), "replay", theme="dark", fps=30)
+    keys = ["space", "s", "b", "e", "u", "n", "d", "c", "R", "o", "z", "y", "i", "v", "plus", "minus", "t", "tab", "x",
+            "escape", "left_square_bracket", "g", "escape"]
+    app = make_live_app(LiveSource(made_routed_recording(requests=30)), "replay", theme="dark", fps=30)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("plus", "plus", "plus", "space")
-        for _ in range(200):
+        for _ in range(150):
             await pilot.press(rng.choice(keys))
         await pilot.pause(0.1)
-        run = app.runner
-        assert 0 <= run.position <= len(run.deliveries)
+        assert 0 <= app.runner.position <= app.runner.source.end
         assert app.return_code is None
+
+
+class Ticks(Static):
+    """A panel added by a test: it says how many events its run has stepped."""
+
+    def tick(self, frame) -> None:
+        self.update(f"stepped {frame.run.position}")
+
+
+def test_a_panel_added_as_one_row_reaches_every_app(monkeypatch):
+    row = panels.Panel("ticks", "Ticks", lambda run, id: Ticks(id=id, classes="view"), "events stepped")
+    monkeypatch.setattr(panels, "PANELS", [*panels.PANELS, row])
+    monkeypatch.setattr("kvtui.tui.app.PANELS", panels.PANELS)
+    monkeypatch.setattr("kvtui.tui.compare.PANELS", panels.PANELS)
+    scenario = load_scenario("tests/tui/scenario.yaml")
+    asyncio.run(_reaches(make_app(scenario, theme="dark", fps=0), "#ticks"))
+    asyncio.run(_reaches(_app(made_recording(requests=10)), "#ticks"))
+    asyncio.run(_reaches(make_compare_app(scenario, "round_robin", theme="dark", fps=0), "#left #ticks"))
+
+
+async def _reaches(app, selector: str) -> None:
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("s", "s", "s")
+        app.refresh_panels(force=True)
+        await pilot.pause()
+        widget = app.query_one(selector, Ticks)
+        runner = getattr(app, "runner", None) or app.left
+        assert str(widget.render()) == f"stepped {runner.position}" and runner.position > 0
+        assert "Ticks" in [label for _, label in panels.views()]
+        from kvtui.tui.screens.help import panel_rows
+
+        assert ("Ticks", "events stepped") in panel_rows()

@@ -1,6 +1,7 @@
 """Play pacing: a frame that gives way to a waiting key moves no simulated time, and the next
 frame catches up, so play speed means the same with and without key presses
-(kvtui/tui/give_way.py): the app, the split screen (`--vs`) and the live/replay screen alike.
+(kvtui/tui/give_way.py, in the one frame loop of kvtui/tui/frame_loop.py): the app over a
+simulation, over a recording, and the split screen (`--vs`) alike.
 
 Frames are driven by hand with a stand-in clock (fps=0: no frame timer), so nothing here
 depends on how fast the machine is."""
@@ -17,7 +18,7 @@ from textual import events
 import kvtui.tui.app as app_module
 import kvtui.tui.compare as compare_module
 import kvtui.tui.give_way as give_way_module
-import kvtui.tui.live_app as live_module
+import kvtui.tui.frame_loop as frame_module
 
 PERIOD = 0.05
 SPEED = 0.5
@@ -75,7 +76,7 @@ def _asked_of(app, engine):
 
 def _asked(make, monkeypatch, keys_before: set[int], frames: int = 8) -> list[float]:
     """What each frame of the app asked the engine to advance by (see `_drive`)."""
-    now = _stand_in_clock(monkeypatch, app_module)
+    now = _stand_in_clock(monkeypatch, app_module, frame_module)
     app = make()
     return _drive(app, now, keys_before, frames, _asked_of(app, app.runner))
 
@@ -101,7 +102,7 @@ def _split_asked(scenario, monkeypatch, keys_before: set[int], frames: int = 8) 
     """`_asked` for the split screen: what each frame asked both runs (in lockstep) to advance by."""
     from kvtui.tui.compare import make_compare_app
 
-    now = _stand_in_clock(monkeypatch, compare_module)
+    now = _stand_in_clock(monkeypatch, compare_module, frame_module)
     app = make_compare_app(scenario, "round_robin", policy="cache_aware", fps=0, theme="dark")
     return _drive(app, now, keys_before, frames, _asked_of(app, app.lockstep))
 
@@ -118,13 +119,13 @@ def test_the_split_screen_gives_way_to_a_key_and_keeps_its_pace(scenario, monkey
 
 def _live_worked(monkeypatch, keys_before: set[int], frames: int = 8) -> list[bool]:
     """Which of `frames` frames of the replay screen did their work (took deliveries, redrew)."""
-    from kvtui.run.live import LiveRun
-    from kvtui.tui.live_app import LiveApp
+    from kvtui.run.live import LiveSource
+    from kvtui.tui.app import make_live_app
 
     from live.made_recording import made_recording
 
-    now = _stand_in_clock(monkeypatch, live_module)
-    app = LiveApp(LiveRun(made_recording(requests=8)), "replay", theme="dark", fps=0)
+    now = _stand_in_clock(monkeypatch, app_module, frame_module)
+    app = make_live_app(LiveSource(made_recording(requests=8)), "replay", theme="dark", fps=0)
 
     def watch(record: list) -> bool:
         app.action_toggle_play()

@@ -334,8 +334,11 @@ def test_a_jump_to_a_kv_transfer_under_a_colocated_policy_says_why_at_once():
 
     from kvtui.tui.reachable import why_unreachable
 
-    assert "no KV moves" in why_unreachable(SimpleNamespace(policy="load_prefix"), "transfer")
-    assert why_unreachable(SimpleNamespace(policy="llm_d_pd"), "transfer") is None
+    simulated = {"scenario": object()}  # a simulation's run (real engines' has none)
+    assert "no KV moves" in why_unreachable(SimpleNamespace(policy="load_prefix", **simulated), "transfer")
+    assert why_unreachable(SimpleNamespace(policy="llm_d_pd", **simulated), "transfer") is None
+    assert "Real engines do not publish a transfer" in why_unreachable(SimpleNamespace(scenario=None), "transfer")
+    assert "loses no KV events" in why_unreachable(SimpleNamespace(policy="load_prefix", **simulated), "gap")
 
 
 def test_moving_the_selection_redraws_both_labels_from_the_strip_cache(make):

@@ -15,25 +15,28 @@ from textual.widgets import Static
 from kvtui.run.journal import HIT_WINDOW
 from kvtui.tui.widgets.block_map import BARS, GLYPH_CACHED, GLYPH_DOWN, GLYPH_FREE, GLYPH_MOVING, GLYPH_PINNED, GLYPH_USED
 
-PANELS: tuple[tuple[str, str], ...] = (
-    ("Block maps", "one per node; each cell is a KV block (or, on small screens, a run of k blocks: the label "
-     "then says 1:k). Label: used %, cached-idle %, running / waiting requests, prefix hit rate of its last "
-     f"{HIT_WINDOW} completed requests (h; forgotten when it fails); ✖ DOWN when the node has failed."),
-    ("Decisions", "one line per routing decision: request → node, and the policy's reason. Move onto a line "
-     "(↑↓, or click) to see every candidate with its features and score, and the decision explained in words."),
-    ("Events", "evictions (whose prefix, how many blocks), preemptions, rejections with the reason, node "
-     "failures and recoveries, control-plane crash and recovery."),
-    ("Latency", "TTFT / TPOT / E2E histograms with p50 ▲50, p95 ▲95, p99 ▲99 marked; hit rates, rejection "
-     "rate, throughput."),
+BLOCK_MAPS = ("Block maps", "one per node; each cell is a KV block (or, on small screens, a run of k blocks: the label "
+              "then says 1:k). Label: used %, cached-idle %, running / waiting requests, prefix hit rate of its last "
+              f"{HIT_WINDOW} completed requests (h; forgotten when it fails); ✖ DOWN when the node has failed. A real "
+              "engine's blocks are all cached (its KV events say what is held, not who uses it).")
+AROUND: tuple[tuple[str, str], ...] = (
     ("Why", "the current event (the one just stepped to, or the highlighted log line) explained with its "
      "numbers; it scrolls when the text is long."),
     ("Timeline", "sim time from 0 to the end: ● now, 1 2 3 story chapters, e r p the first eviction / "
-     "rejection / preemption, ▼ ▲ node down / up, ✸ control-plane crash. Click it to go to that moment; "
-     "the story's chapter is shown below."),
+     "rejection / preemption, ▼ ▲ node down / up, ✸ control-plane crash, g ↻ a real engine's lost gap / "
+     "restart. Click it to go to that moment; the story's chapter is shown below."),
     ("Inspector", "z: one node block by block; arrows or the mouse move the cursor, the panel shows the "
      "block's state, owner, key, parent, ref count, LRU position, tier."),
     ("Narrow screens", "show one lower panel at a time: v (or a click on its name) switches."),
 )
+
+
+def panel_rows() -> list[tuple[str, str]]:
+    """What each part of the screen shows: the maps, every panel of tui/panels.py (its row's
+    `about`), and the parts around them."""
+    from kvtui.tui.panels import PANELS
+
+    return [BLOCK_MAPS, *((p.label, p.about) for p in PANELS), *AROUND]
 
 
 def two_columns(rows: Sequence[tuple[str, str]], indent: int = 0) -> Table:
@@ -73,10 +76,10 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,q", "app.pop_screen", "Close help"),
     ]
 
-    def __init__(self, rows: list[tuple[str, str]], panels: Sequence[tuple[str, str]] = PANELS, title: str = "kvtui help",
+    def __init__(self, rows: list[tuple[str, str]], panels: Sequence[tuple[str, str]] | None = None, title: str = "kvtui help",
                  palette: bool = True):
         super().__init__()
-        self.rows, self.panels, self.title_text, self.palette = rows, panels, title, palette
+        self.rows, self.panels, self.title_text, self.palette = rows, panels or panel_rows(), title, palette
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as vs:

@@ -162,9 +162,7 @@ class BlockMap(Widget):
 
     # ------------------------------------------------------------------ data
     def reset_groups(self) -> None:
-        sc = self.runner.scenario
-        groups = sc.workload.groups if sc.workload.trace is None else ()
-        self.groups = {g.name: i % OWNER_COLOURS for i, g in enumerate(groups)}
+        self.groups = {name: i % OWNER_COLOURS for i, name in enumerate(self.runner.group_names)}
 
     def nodes(self) -> list:
         """The engine's read-only node views (kvtui/sim/view.py): this widget never reads a pool.

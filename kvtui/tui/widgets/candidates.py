@@ -116,6 +116,10 @@ class CandidateTable(ScrollableContainer):
         if self.size.width != self._width:
             self.show_decision(self.decision, force=True)
 
+    def tick(self, frame) -> None:
+        """The panels' tick (tui/panels.py): the decision on show."""
+        self.show_decision(frame.decision)
+
     @property
     def plain(self) -> str:
         return str(self.body.render()) if self.body.is_mounted else ""

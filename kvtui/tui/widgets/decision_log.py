@@ -23,6 +23,10 @@ class DecisionLog(LogList):
     }
     empty_text = "no routing decisions yet (space: play, s: step)"
 
+    def tick(self, frame) -> None:
+        """The panels' tick (tui/panels.py): the run's new decisions."""
+        self.take(frame.run, frame.run.drain_decisions)
+
     def style_names(self):
         return ("decisionlog--request", "decisionlog--node", "decisionlog--reject")
 

@@ -22,6 +22,10 @@ TAG_STYLE = {
     "CRASH": "eventlog--down",
     "RECOVERED": "eventlog--up",
     "END": "eventlog--pin",
+    "GAP": "eventlog--down",
+    "RESTART": "eventlog--down",
+    "MALFORMED": "eventlog--reject",
+    "MISSES": "eventlog--evict",
 }
 
 
@@ -36,6 +40,10 @@ class EventLog(LogList):
     """
     COMPONENT_CLASSES = LogList.COMPONENT_CLASSES | set(TAG_STYLE.values())
     empty_text = "no evictions, preemptions, rejections or failures yet"
+
+    def tick(self, frame) -> None:
+        """The panels' tick (tui/panels.py): the run's new log lines."""
+        self.take(frame.run, frame.run.drain_log)
 
     def style_names(self):
         return tuple(set(TAG_STYLE.values()))

@@ -35,7 +35,8 @@ class LatencyPanel(Vertical):
         yield from self.histograms
         yield self.stats
 
-    def tick(self) -> None:
+    def tick(self, frame=None) -> None:
+        """The panels' tick (tui/panels.py); the figures are the run's, whatever is on show."""
         if not self.stats.is_mounted:
             return  # the next frame or command draws it
         self.stats.show(self.runner)

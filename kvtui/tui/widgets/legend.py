@@ -38,10 +38,7 @@ class Legend(Widget):
         self.app.theme_changed_signal.subscribe(self, lambda _t: self.refresh())
 
     def group_names(self) -> list[str]:
-        sc = self.runner.scenario
-        if sc.workload.trace is not None:
-            return []
-        return [g.name for g in sc.workload.groups]
+        return self.runner.group_names
 
     def moves_kv(self) -> bool:
         """Whether any node has a prefill/decode role (only then can blocks be in flight)."""

@@ -83,6 +83,15 @@ class LogList(ScrollView, can_focus=True):
         self._style_key = None
         self._styles: dict[str, Style] = {}
         self._strips: dict[tuple[int, bool, int], Strip] = {}
+        self._generation: int | None = None  # the run's generation the items are from
+
+    def take(self, run, drain, limit: int = 500) -> None:
+        """The items `drain(limit)` has not given yet (`run`'s decisions or log lines); when the
+        run went back in time or restarted (a new generation) the list starts over from it."""
+        if self._generation != run.generation:
+            self._generation = run.generation
+            self.clear()
+        self.add(*drain(limit))
 
     # ------------------------------------------------------------------ content
     def add(self, events: Iterable[Event], skipped: int = 0) -> None:

@@ -87,8 +87,7 @@ class OverviewStrip(Widget):
             return hit[1]
         var = {**DEFAULT_VARIABLES, **getattr(self.app, "theme_variables", {})}
         base = self.rich_style
-        sc = self.runner.scenario
-        groups = {g.name: i % OWNER_COLOURS for i, g in enumerate(sc.workload.groups if sc.workload.trace is None else ())}
+        groups = {name: i % OWNER_COLOURS for i, name in enumerate(self.runner.group_names)}
         segs = []
         for nv in row:
             glyph, slot = self._cell(nv, groups)

@@ -31,7 +31,7 @@ class StatusBar(Static):
         *,
         scenario: str,
         policy: str,
-        seed: int,
+        seed: int | None,
         now: float,
         seq: int,
         state: str,
@@ -43,10 +43,12 @@ class StatusBar(Static):
         st = f"{glyph} {state} {speed_text(speed)}"
         if cp_down:
             st += " │ ✖ CP recovering"
-        parts_full = [f" {scenario}", f"policy {policy}", f"seed {seed}", f"t {now:,.3f} s", f"event #{seq:,}", st]
-        text = " │ ".join(parts_full)
+        # a live or recorded run has no seed, and a policy only when route mode decided
+        chosen = [f"policy {policy}"] * bool(policy) + [f"seed {seed}"] * (seed is not None)
+        short = [policy] * bool(policy) + [f"seed {seed}"] * (seed is not None)
+        text = " │ ".join([f" {scenario}", *chosen, f"t {now:,.3f} s", f"event #{seq:,}", st])
         if len(text) > width:
-            text = " │ ".join([f" {scenario}", policy, f"seed {seed}", f"t {now:,.2f}s", f"#{seq:,}", st])
+            text = " │ ".join([f" {scenario}", *short, f"t {now:,.2f}s", f"#{seq:,}", st])
         if len(text) > width:
             text = " ".join([f"{now:,.1f}s", f"#{seq:,}", st])
         if text != self._text:

@@ -24,6 +24,8 @@ GLYPH = {
     "node_up": "▲",
     "cp_crash": "✸",
     "cp_recovered": "✓",
+    "gap": "g",
+    "restarted": "↻",
 }
 SCRIPTED = {"node_down": "node_down", "node_up": "node_up", "control_plane_crash": "cp_crash"}
 
@@ -75,21 +77,19 @@ class Timeline(Widget):
         self._key = None
 
     def span(self) -> float:
-        sc = self.runner.scenario
-        end = sc.until_s if sc.until_s is not None else sc.workload.duration_s
+        end = self.runner.planned_end
         known = self.runner.times
         last = known[-1] if len(known) else 0.0
         return max(end or 0.0, last, self.runner.now, 1e-9)
 
     def marks(self) -> list[tuple[float, str, str]]:
         """(sim time, glyph, kind) of every mark: chapters, scripted faults, what happened."""
-        sc = self.runner.scenario
-        out = [(ch.at, str(i + 1) if i < 9 else "§", "chapter") for i, ch in enumerate(sc.story)]
+        out = [(ch.at, str(i + 1) if i < 9 else "§", "chapter") for i, ch in enumerate(self.runner.story)]
         seen = set()
         for t, _seq, kind, _label in self.runner.journal.marks:
             out.append((t, GLYPH.get(kind, "?"), kind))
             seen.add((round(t, 6), kind))
-        for ev in sc.events:
+        for ev in self.runner.scripted:
             kind = SCRIPTED.get(ev.action)
             if kind and (round(ev.at, 6), kind) not in seen:
                 out.append((ev.at, GLYPH[kind], kind))
@@ -167,7 +167,7 @@ class ChapterLine(Widget):
         self._key: tuple | None = None
 
     def tick(self) -> None:
-        i, _ = current_chapter(self.runner.scenario.story, self.runner.now)
+        i, _ = current_chapter(self.runner.story, self.runner.now)
         key = (i, self.size.width, self.app.size.height, self.runner.policy)
         if key != self._key:
             self._key = key
@@ -179,7 +179,7 @@ class ChapterLine(Widget):
         return next(lines for rows, lines in LINES_BY_HEIGHT if height < rows)
 
     def full_text(self) -> Text:
-        story = self.runner.scenario.story
+        story = self.runner.story
         i, ch = current_chapter(story, self.runner.now)
         text = Text()
         if ch is None:
@@ -187,7 +187,7 @@ class ChapterLine(Widget):
                 text.append(f" story: chapter 1 at {story[0].at:g} s (k goes there)", Style(dim=True))
             return text
         text.append(f" ch {i + 1}/{len(story)} {ch.title}", self.get_component_rich_style("chapter--title"))
-        written_for = self.runner.scenario.router.policy
+        written_for = self.runner.written_for
         if self.runner.policy != written_for:
             text.append(f" [now {self.runner.policy}; the story is written for {written_for}]", Style(italic=True))
         if ch.text:
