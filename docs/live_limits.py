@@ -4,12 +4,13 @@ from the code, so the page cannot drift from it."""
 
 from __future__ import annotations
 
-from kvtui.live import proxy, proxy_io, scraper, subscriber, wire
+from kvtui.live import proxy, proxy_io, replay_request, scraper, subscriber, wire
 from kvtui.run import live
 
 ROWS = [
     ("a block size (`MAX_BLOCK_SIZE`)", f"1 to {wire.MAX_BLOCK_SIZE:,}"),
-    ("a replay answer (`REPLAY_MAX`)", f"{subscriber.REPLAY_MAX:,} batches, {subscriber.REPLAY_DEADLINES} replay timeouts"),
+    ("a replay answer (`REPLAY_MAX`)", f"{replay_request.REPLAY_MAX:,} batches, {replay_request.REPLAY_DEADLINES} replay timeouts"),
+    ("batches held while a replay request is open (`HELD_MAX`)", f"{subscriber.HELD_MAX:,}"),
     ("messages per poll and engine (`DRAIN_MAX`)", f"{subscriber.DRAIN_MAX:,}"),
     ("batches remembered to tell a duplicate (`RECENT`)", f"{subscriber.RECENT:,}"),
     ("a ZMQ message (`MAX_FRAME_BYTES`)", f"{subscriber.MAX_FRAME_BYTES >> 20} MiB"),

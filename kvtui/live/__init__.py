@@ -4,6 +4,7 @@ Modules, one concept each:
     wire        vLLM's KV-event wire format (both event forms, and Dynamo's mocker variant)
     engines     the engines file (`engines: [{name, kv_events, ...}]`)
     subscriber  one ZMQ subscriber per engine: seq tracking, replay of gaps, reconnect backoff
+    replay_request  one replay request, read without blocking
     delivery    what a subscriber hands on (a message, an unfilled gap), a scrape, a served request; `ingest`
     state       per-engine block maps and the global index, in kvtui's chained keys
     slots       where the app's block map draws each engine's held blocks

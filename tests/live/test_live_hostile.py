@@ -82,7 +82,8 @@ def test_a_replay_socket_answering_a_far_seq_does_not_hang_the_start(ctx):
                                            (0, [b"", b"", h.seq_bytes(-1), b""])])
     sub, out = _subscriber(ctx, replay.endpoint)
     try:
-        assert _bounded(sub.catch_up)
+        sub.catch_up()
+        assert h.replayed(sub, BOUND_S)
     finally:
         sub.close()
         replay.close()
@@ -128,7 +129,9 @@ def test_a_negative_seq_from_replay_is_skipped(ctx):
     sub, out = _subscriber(ctx, replay.endpoint)
     try:
         sub.catch_up()
+        assert h.replayed(sub, BOUND_S)
         sub.on_message(h.message(3, [STORE]))  # a gap: asks replay again, from the seq expected
+        assert h.replayed(sub, BOUND_S)
     finally:
         sub.close()
         replay.close()
@@ -142,7 +145,8 @@ def test_a_replay_answer_with_no_end_marker_times_out(ctx):
     replay = h.ReplaySocket(lambda start: forever)
     sub, out = _subscriber(ctx, replay.endpoint, timeout=0.5)
     try:
-        assert _bounded(sub.catch_up)  # 5 replay timeouts in all: 2.5 s
+        sub.catch_up()
+        assert h.replayed(sub, BOUND_S)  # 5 replay timeouts in all: 2.5 s
     finally:
         sub.close()
         replay.close()

@@ -84,6 +84,7 @@ def test_sglangs_replay_answer_fills_the_gap(form):
     sub = Subscriber(ctx, "sglang", f"tcp://127.0.0.1:{h.free_port()}", replay.endpoint, out.append, replay_timeout=1.0)
     try:
         sub.on_message([b"kv", h.seq_bytes(3), sglang_batch([store([103], [3] * 4)])])
+        assert h.replayed(sub)
     finally:
         sub.close()
         replay.close()
