@@ -21,7 +21,7 @@ A replay request never blocks the thread that drains (the app's frame thread): i
 `ReplayRequest` read a little on each `drain`, and while one is open the batches that arrive
 are held, in order, and handled once it ends. So a batch after a gap is delivered only after
 the gap's replayed batches or its Gap, however slowly the replay socket answers. At most
-HELD_MAX are held: past that a batch is let go and, once the request ended, replay is asked
+WAITING_MAX are held: past that a batch is let go and, once the request ended, replay is asked
 again from the seq expected (the batches let go come from the engine's buffer, or are a Gap).
 `close` ends an open request where it stands: what came is delivered, the rest is a Gap, and
 the held batches follow.
@@ -56,7 +56,7 @@ from kvtui.live.wire import Malformed, batch_seq
 RECONNECT_FIRST_MS = 100
 RECONNECT_MAX_MS = 5_000
 DRAIN_MAX = 10_000  # messages handled per drain, so a flood cannot starve the app's frames
-HELD_MAX = 20_000  # batches held while a replay request is open
+WAITING_MAX = 20_000  # batches held while a replay request is open
 RECENT = 20_000  # delivered batches remembered (by a hash) to tell a duplicate from a restart
 MAX_FRAME_BYTES = 64 << 20  # a ZMQ message larger than this is refused by the socket itself
 
@@ -113,7 +113,7 @@ class Subscriber:
     def on_message(self, frames: list[bytes]) -> None:
         if self.asking is None:
             self._handle(tuple(frames))
-        elif len(self.held) < HELD_MAX:
+        elif len(self.held) < WAITING_MAX:
             self.held.append(tuple(frames))
         else:
             self.again = True  # let go: asked again from `expected` once the request ended

@@ -138,7 +138,7 @@ def test_closing_ends_an_open_request_with_its_gap_counted():
 
 
 def test_batches_let_go_past_the_hold_come_from_replay_after(monkeypatch):
-    monkeypatch.setattr(subscriber, "HELD_MAX", 2)
+    monkeypatch.setattr(subscriber, "WAITING_MAX", 2)
     published = [_batch(s) for s in range(7)]
     replay = h.ReplaySocket(lambda start: [(0, [b"", *m]) for m in published[start:]] + [END])
     ctx = zmq.Context()
