@@ -9,7 +9,9 @@ engine's blocks and a simulated one's share one key space and one index.
 
 A BlockStored whose parent hash is unknown (the subscriber joined late, or lost a gap) cannot
 be keyed: llm-d skips it, and so does kvtui, counting its blocks as `orphans` (a later
-BlockRemoved of them counts as `unknown_removed`).
+BlockRemoved of them counts as `unknown_removed`). The adapter, `cache_salt`, multimodal inputs
+and prompt embeddings an engine folded into a block's hash are folded into its key
+(kvtui/live/keys.py).
 
 Memory is bounded however much an engine claims: past HELD_MAX held blocks (every medium, orphan
 GPU cells with them) the oldest stored go, down to a tenth under the cap, counted as `over_cap`
@@ -17,8 +19,7 @@ on the engine's line. No real engine holds that many (an H100's KV cache for an 
 about 30,000 blocks of 16 tokens), so an engine over it is claiming blocks it does not hold, or
 never publishes their removal. A later BlockRemoved of a block let go counts as
 `unknown_removed`, and a BlockStored under it is an orphan. Adapter names past ADAPTERS_MAX are
-not kept (`adapters_over_cap`): their blocks are still keyed under them. LoRA and extra keys are not folded into the
-keys yet: every engine is taken to serve one base model.
+not kept (`adapters_over_cap`): their blocks are still keyed under them.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from itertools import islice
 
-import numpy as np
 
 from kvtui.live.metrics import EngineFigures
 from kvtui.live.slots import UNKNOWN_OWNER, SlotMap
-from kvtui.live.lora import adapter_of, adapter_root
+from kvtui.live.keys import stored_keys
+from kvtui.live.lora import adapter_of
 from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
 from kvtui.sim.router.index import KVIndex
-from kvtui.sim.workload.hashing import chain_keys
 
 EVICTIONS_KEPT = 1_000_000
 SERVED_KEPT = 10_000
@@ -140,15 +140,12 @@ class LiveState:
                 self.adapters.add(adapter)
             else:
                 counts.adapters_over_cap += 1
-        if e.parent_block_hash is None:
-            parent = adapter_root(adapter)
-        else:
-            parent = blocks.key_of(e.parent_block_hash)
+        parent = None if e.parent_block_hash is None else blocks.key_of(e.parent_block_hash)
         if e.parent_block_hash is not None and parent is None:
             counts.orphans += len(e.block_hashes)
             self._place(blocks, e, UNKNOWN_OWNER)
             return self._cap(name)
-        keys = chain_keys(np.asarray(e.token_ids, dtype=np.int64), e.block_size, parent)
+        keys = stored_keys(e, parent)
         if keys:
             self._place(blocks, e, _owner(blocks, e, keys[0]))
         for engine_hash, key in zip(e.block_hashes, keys):
