@@ -99,6 +99,10 @@ def test_a_replay_socket_answering_a_far_seq_does_not_hang_the_start(ctx):
     (h.stored([1], [1, 2, 3, 4], block_size=2**40), "block size"),
     (h.stored([True], [1, 2, 3, 4]), "hash"),
     ({"type": "BlockRemoved", "block_hashes": [1], "medium": ["GPU"]}, "medium"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[None, None]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[[{"a": 1}]]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[["x" * 5000]]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], cache_salt=7), "extra keys"),
 ])
 def test_a_value_out_of_range_is_counted_by_kind_and_never_raised(event, kind):
     state = _state([Received("e", 0.0, tuple(h.message(0, [event]))), Received("e", 0.0, tuple(h.message(1, [STORE])))])
