@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import msgpack
 
@@ -130,7 +131,7 @@ def decode_payload(seq: int, payload: bytes) -> Batch:
     return Batch(seq, float(ts), tuple(decode_event(e) for e in events), rank)
 
 
-def _integer(x) -> bool:
+def _integer(x: object) -> TypeGuard[int]:
     """An int that is not a bool (msgpack's `true` decodes to True, an int to Python)."""
     return isinstance(x, int) and not isinstance(x, bool)
 
