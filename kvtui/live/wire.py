@@ -220,15 +220,18 @@ def _extra_entry(entry) -> tuple:
 
 
 def _extra_item(x):
-    if isinstance(x, list) and len(x) == 2 and _extra_scalar(x[0]) and _integer(x[1]):
-        return (x[0], x[1])  # a multimodal input's (identifier, offset in the block)
+    """A string, bytes or integer, or a list of them ([identifier, offset] for a multimodal
+    input): a shape vLLM may add later is still folded into the key, not refused."""
+    if isinstance(x, list) and len(x) <= EXTRA_ITEMS_MAX and all(_extra_scalar(y) for y in x):
+        return tuple(x)
     if _extra_scalar(x):
         return x
-    raise Malformed(f"BlockStored extra key {str(x)[:40]} is not a string, bytes or an [id, offset] pair", "extra keys")
+    raise Malformed(f"BlockStored extra key {str(x)[:40]} is not a string, bytes, an integer or a list of them",
+                    "extra keys")
 
 
 def _extra_scalar(x) -> bool:
-    return isinstance(x, (str, bytes)) and len(x) <= EXTRA_BYTES_MAX
+    return isinstance(x, (str, bytes)) and len(x) <= EXTRA_BYTES_MAX or _integer(x) and -(1 << 63) <= x < 1 << 64
 
 
 def _hashes(raw) -> tuple:

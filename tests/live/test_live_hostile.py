@@ -101,6 +101,7 @@ def test_a_replay_socket_answering_a_far_seq_does_not_hang_the_start(ctx):
     ({"type": "BlockRemoved", "block_hashes": [1], "medium": ["GPU"]}, "medium"),
     (h.stored([1], [1, 2, 3, 4], extra_keys=[None, None]), "extra keys"),
     (h.stored([1], [1, 2, 3, 4], extra_keys=[[{"a": 1}]]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[[[1.5]]]), "extra keys"),
     (h.stored([1], [1, 2, 3, 4], extra_keys=[["x" * 5000]]), "extra keys"),
     (h.stored([1], [1, 2, 3, 4], cache_salt=7), "extra keys"),
 ])
