@@ -4,14 +4,17 @@ from the code, so the page cannot drift from it."""
 
 from __future__ import annotations
 
-from kvtui.live import proxy, proxy_io, scraper, subscriber, wire
+from kvtui.live import proxy, proxy_io, replay_request, scraper, state, subscriber, wire
 from kvtui.run import live
 
 ROWS = [
     ("a block size (`MAX_BLOCK_SIZE`)", f"1 to {wire.MAX_BLOCK_SIZE:,}"),
-    ("a replay answer (`REPLAY_MAX`)", f"{subscriber.REPLAY_MAX:,} batches, {subscriber.REPLAY_DEADLINES} replay timeouts"),
+    ("a replay answer (`REPLAY_MAX`)", f"{replay_request.REPLAY_MAX:,} batches, {replay_request.REPLAY_DEADLINES} replay timeouts"),
+    ("batches held while a replay request is open (`WAITING_MAX`)", f"{subscriber.WAITING_MAX:,}"),
     ("messages per poll and engine (`DRAIN_MAX`)", f"{subscriber.DRAIN_MAX:,}"),
     ("batches remembered to tell a duplicate (`RECENT`)", f"{subscriber.RECENT:,}"),
+    ("blocks held per engine (`HELD_MAX`), adapter names (`ADAPTERS_MAX`)",
+     f"{state.HELD_MAX:,} (then the oldest go, counted `over cap`), {state.ADAPTERS_MAX:,}"),
     ("a ZMQ message (`MAX_FRAME_BYTES`)", f"{subscriber.MAX_FRAME_BYTES >> 20} MiB"),
     ("a /metrics scrape (`DEADLINE_S`, `MAX_BYTES`)", f"{scraper.DEADLINE_S:g} s, {scraper.MAX_BYTES >> 20} MiB"),
     ("a request body (`MAX_BODY`)", f"{proxy_io.MAX_BODY >> 20} MiB"),

@@ -4,7 +4,9 @@ Modules, one concept each:
     wire        vLLM's KV-event wire format (both event forms, and Dynamo's mocker variant)
     engines     the engines file (`engines: [{name, kv_events, ...}]`)
     subscriber  one ZMQ subscriber per engine: seq tracking, replay of gaps, reconnect backoff
+    replay_request  one replay request, read without blocking
     delivery    what a subscriber hands on (a message, an unfilled gap), a scrape, a served request; `ingest`
+    keys        per-request key inputs (adapter, cache_salt, media) folded into block keys, as vLLM hashes them
     state       per-engine block maps and the global index, in kvtui's chained keys
     translate   deliveries as the project's events (kvtui/events.py): what every run speaks
     slots       where the app's block map draws each engine's held blocks

@@ -150,10 +150,10 @@ def _endpoint_problems(field: str, endpoint: str, ranks: int) -> list[str]:
     match = _TCP.fullmatch(endpoint)
     if match is None:
         return [f"`{field}` {shown} is not a ZMQ endpoint (tcp://HOST:PORT or ipc://PATH)"]
-    port = int(match.group(2))
-    if not 0 < port <= 65535 - (ranks - 1):
+    number = int(match.group(2))
+    if not 0 < number <= 65535 - (ranks - 1):
         top = f" (and port + {ranks - 1} for the last rank)" if ranks > 1 else ""
-        return [f"`{field}` {shown}: port {port} is not from 1 to 65535{top}"]
+        return [f"`{field}` {shown}: port {number} is not from 1 to 65535{top}"]
     return []
 
 

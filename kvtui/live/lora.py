@@ -15,8 +15,8 @@ On the request side (route mode) the body's `model` is an adapter when an engine
 blocks under that name, or its `/v1/models` lists that name with a `parent` (vLLM's card for a
 LoRA module); any other model name is the base model. An 0.11.0 engine names no adapter, so
 its LoRA blocks get a root from the id (`lora-id:N`) that no request's name can match: the
-router then promises no hit for them rather than a wrong one. Not folded, as vLLM does:
-multimodal inputs and `cache_salt` (extra keys the events publish untagged).
+router then promises no hit for them rather than a wrong one. The other inputs vLLM folds
+(`cache_salt`, multimodal inputs, prompt embeddings) are folded by kvtui/live/keys.py.
 """
 
 from __future__ import annotations

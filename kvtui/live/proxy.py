@@ -34,16 +34,14 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from queue import Empty, Queue
 
-import numpy as np
 
 from kvtui.live import proxy_io as io
 from kvtui.live.delivery import Served
 from kvtui.live.forensics import attribute
-from kvtui.live.lora import adapter_root
+from kvtui.live.keys import request_keys
 from kvtui.live.proxy_io import Refused
 from kvtui.live.routing import LiveRouter, Routed
 from kvtui.sim.request import Request
-from kvtui.sim.workload.hashing import chain_keys
 
 ROUTED_PATHS = ("/v1/completions", "/v1/chat/completions")
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default, until an engine's metrics give its own
@@ -132,8 +130,8 @@ class RouteProxy:
 
     def decide(self, body: dict, tokens: list[int]) -> Routed:
         bs = self.block_size()
-        root = adapter_root(self.adapter(body.get("model")))
-        keys = tuple(chain_keys(np.asarray(tokens, dtype=np.int64), bs, root))
+        salt = body.get("cache_salt")
+        keys = tuple(request_keys(tokens, bs, self.adapter(body.get("model")), salt if isinstance(salt, str) and salt else None))
         rid = self.next_id()
         request = Request(rid, str(body.get("user") or rid)[:200], "", 0, len(tokens), io.max_tokens(body), keys)
         with self.session.lock:

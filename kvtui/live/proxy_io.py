@@ -125,7 +125,8 @@ class engine_call:
         return self.response
 
     def __exit__(self, *exc) -> None:
-        self.response.close()
+        if self.response is not None:
+            self.response.close()
 
 
 def engine_fault(e: BaseException) -> Refused:

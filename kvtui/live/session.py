@@ -18,6 +18,7 @@ from kvtui.live.delivery import Delivery, Watching, ingest
 from kvtui.live.engines import Engine
 from kvtui.live.forensics import summary as forensics_summary
 from kvtui.live.recording import Recorder
+from kvtui.live.replay_request import REPLAY_DEADLINES
 from kvtui.live.scraper import Scraper
 from kvtui.live.state import LiveState
 from kvtui.live.subscriber import Subscriber
@@ -29,6 +30,7 @@ class LiveSession:
                  listener: Callable[[Delivery], None] | None = None):
         self.ctx = zmq.Context()
         self.state, self.recorder, self.listener = LiveState(), recorder, listener
+        self.replay_timeout = replay_timeout
         self.lock = threading.Lock()  # route mode's threads read the state while this one feeds it
         ranks = [rank for e in engines for rank in e.ranks()]
         self.subscribers = [
@@ -37,13 +39,9 @@ class LiveSession:
         for e in ranks:
             self.deliver(Watching(e.name, clock()))
         for s in self.subscribers:
-            s.catch_up()
+            s.catch_up()  # opens the request; its answer is read as the session polls
         self.scraper = Scraper(ranks, clock)
         self.sources: list = [self.scraper]  # more producers of deliveries (route mode's proxy)
-        self.poller = zmq.Poller()
-        for s in self.subscribers:
-            self.poller.register(s.socket, zmq.POLLIN)
-            self.poller.register(s.connects, zmq.POLLIN)
 
     def deliver(self, delivery: Delivery) -> None:
         if self.recorder is not None:
@@ -54,9 +52,16 @@ class LiveSession:
             self.listener(delivery)
 
     def poll(self, timeout: float) -> int:
-        """Wait up to `timeout` seconds for messages; handle all that are ready. Returns how many."""
-        ready = dict(self.poller.poll(int(timeout * 1000)))
-        n = sum(s.drain() for s in self.subscribers if s.socket in ready or s.connects in ready)
+        """Wait up to `timeout` seconds for messages (less when a replay request times out
+        sooner); handle all that are ready. Returns how many. Never waits on a replay socket
+        past `timeout`: its answer is read as it comes (kvtui/live/subscriber.py)."""
+        poller = zmq.Poller()
+        for s in self.subscribers:
+            for sock in s.sockets():
+                poller.register(sock, zmq.POLLIN)
+        waits = [w for s in self.subscribers if (w := s.wait_s()) is not None]
+        ready = dict(poller.poll(int(min([timeout, *waits]) * 1000)))
+        n = sum(s.drain() for s in self.subscribers if s.asking is not None or any(k in ready for k in s.sockets()))
         for source in self.sources:
             for delivery in source.take():
                 self.deliver(delivery)
@@ -66,9 +71,18 @@ class LiveSession:
         return n
 
     def run_for(self, seconds: float, tick: float = 0.1) -> None:
+        """Poll for `seconds`; then on while a replay request is still open, for at most one
+        request's whole deadline more, so a headless run does not end with a gap's batches
+        held (`close` counts what is still missing then as a gap)."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             self.poll(min(tick, left))
+        deadline += REPLAY_DEADLINES * self.replay_timeout
+        while self.replaying() and (left := deadline - time.monotonic()) > 0:
+            self.poll(min(tick, left))
+
+    def replaying(self) -> bool:
+        return any(s.asking is not None for s in self.subscribers)
 
     def close(self) -> None:
         for source in self.sources:

@@ -9,26 +9,37 @@ engine's blocks and a simulated one's share one key space and one index.
 
 A BlockStored whose parent hash is unknown (the subscriber joined late, or lost a gap) cannot
 be keyed: llm-d skips it, and so does kvtui, counting its blocks as `orphans` (a later
-BlockRemoved of them counts as `unknown_removed`). LoRA and extra keys are not folded into the
-keys yet: every engine is taken to serve one base model.
+BlockRemoved of them counts as `unknown_removed`). The adapter, `cache_salt`, multimodal inputs
+and prompt embeddings an engine folded into a block's hash are folded into its key
+(kvtui/live/keys.py).
+
+Memory is bounded however much an engine claims: past HELD_MAX held blocks (every medium, orphan
+GPU cells with them) the oldest stored go, down to a tenth under the cap, counted as `over_cap`
+on the engine's line. No real engine holds that many (an H100's KV cache for an 8B model is
+about 30,000 blocks of 16 tokens), so an engine over it is claiming blocks it does not hold, or
+never publishes their removal. A later BlockRemoved of a block let go counts as
+`unknown_removed`, and a BlockStored under it is an orphan. Adapter names past ADAPTERS_MAX are
+not kept (`adapters_over_cap`): their blocks are still keyed under them.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
+from itertools import islice
 
-import numpy as np
 
 from kvtui.live.metrics import EngineFigures
 from kvtui.live.slots import UNKNOWN_OWNER, SlotMap
-from kvtui.live.lora import adapter_of, adapter_root
+from kvtui.live.keys import stored_keys
+from kvtui.live.lora import adapter_of
 from kvtui.live.wire import AllBlocksCleared, Batch, BlockRemoved, BlockStored
 from kvtui.sim.router.index import KVIndex
-from kvtui.sim.workload.hashing import chain_keys
 
 EVICTIONS_KEPT = 1_000_000
 SERVED_KEPT = 10_000
+HELD_MAX = 250_000  # blocks one engine may hold in kvtui's maps (all media, orphans with them)
+ADAPTERS_MAX = 10_000  # LoRA adapter names kept from stored events
 SILENT_AFTER_S = 10.0  # an engine that sent nothing this long after kvtui began watching is shown
 # the index's tiers: every offloaded medium (vLLM's CPU and STORAGE, SGLang's CPU_PINNED, DISK
 # and EXTERNAL) scores as CPU
@@ -50,6 +61,8 @@ class EngineCounts:
     unknown_removed: int = 0  # removed hashes that were not held
     epochs: int = 1  # a restart (the seq went back) or an AllBlocksCleared begins the next
     restarts: int = 0
+    over_cap: int = 0  # held blocks let go, oldest first, past HELD_MAX (module docstring)
+    adapters_over_cap: int = 0  # stored events whose adapter name was not kept past ADAPTERS_MAX
     malformed_by_kind: Counter = field(default_factory=Counter)  # Malformed.kind -> messages
     last_batch_at: float | None = None  # receive time of the last batch that decoded
 
@@ -63,7 +76,9 @@ class EngineCounts:
                 f"batches {self.batches} gaps {self.gaps} malformed {self.malformed}"
                 + (f" ({kinds})" if kinds else "")
                 + (f" (replay filled {self.replayed})" if self.replayed else "")
-                + (f" epochs {self.epochs} (restarts {self.restarts})" if self.epochs > 1 else ""))
+                + (f" epochs {self.epochs} (restarts {self.restarts})" if self.epochs > 1 else "")
+                + (f" over cap {self.over_cap} (oldest held blocks let go past {HELD_MAX:,})" if self.over_cap else "")
+                + (f" adapters over cap {self.adapters_over_cap}" if self.adapters_over_cap else ""))
 
 
 @dataclass
@@ -72,6 +87,10 @@ class EngineBlocks:
 
     by_medium: dict[str, dict] = field(default_factory=lambda: defaultdict(dict))
     gpu_cells: SlotMap = field(default_factory=SlotMap)  # where the block map draws them
+
+    def held(self) -> int:
+        """Blocks held in the maps: the GPU's cells (keyed or orphan) and every other medium's."""
+        return len(self.gpu_cells.cells) + sum(len(b) for m, b in self.by_medium.items() if m != "GPU")
 
     def key_of(self, engine_hash) -> int | None:
         for blocks in self.by_medium.values():
@@ -120,18 +139,18 @@ class LiveState:
         counts, blocks = self.counts[name], self.blocks[name]
         counts.stored += len(e.block_hashes)
         adapter = adapter_of(e.lora_name, e.lora_id)
-        if adapter is not None:
-            self.adapters.add(adapter)
-        if e.parent_block_hash is None:
-            parent = adapter_root(adapter)
-        else:
-            parent = blocks.key_of(e.parent_block_hash)
+        if adapter is not None and adapter not in self.adapters:
+            if len(self.adapters) < ADAPTERS_MAX:
+                self.adapters.add(adapter)
+            else:
+                counts.adapters_over_cap += 1
+        parent = None if e.parent_block_hash is None else blocks.key_of(e.parent_block_hash)
         if e.parent_block_hash is not None and parent is None:
             counts.orphans += len(e.block_hashes)
             self._place(blocks, e, UNKNOWN_OWNER)
             self._note("orphans", name, len(e.block_hashes))
-            return
-        keys = chain_keys(np.asarray(e.token_ids, dtype=np.int64), e.block_size, parent)
+            return self._cap(name)
+        keys = stored_keys(e, parent)
         owner = _owner(blocks, e, keys[0]) if keys else UNKNOWN_OWNER
         if keys:
             self._place(blocks, e, owner)
@@ -142,6 +161,38 @@ class LiveState:
         # a block with a parent never starts a prompt: position 1 stands for "after the first",
         # so a live session's index remembers first blocks only, not every key ever stored
         self.kv_index.add(name, keys, _TIER[e.medium], 0 if e.parent_block_hash is None else 1)
+        self._cap(name)
+        self.kv_index.prune_firsts(2 * HELD_MAX * len(self.blocks))
+
+    def _cap(self, name: str) -> None:
+        """Past HELD_MAX held blocks, let the oldest go (the largest medium's first stored),
+        down to a tenth under the cap, counting each: an engine that claims ever more blocks
+        than it removes cannot grow kvtui's memory without bound. A tenth at once, because
+        finding a dict's oldest entries walks past the ones deleted before them: one walk per
+        tenth, not one per block."""
+        blocks, counts = self.blocks[name], self.counts[name]
+        if blocks.held() <= HELD_MAX:
+            return
+        over = blocks.held() - (HELD_MAX - HELD_MAX // 10)
+        counts.over_cap += over
+        while over > 0:
+            gpu = len(blocks.gpu_cells.cells)
+            medium = max({"GPU", *blocks.by_medium}, key=lambda m: gpu if m == "GPU" else len(blocks.by_medium[m]))
+            held = blocks.gpu_cells.cells if medium == "GPU" else blocks.by_medium[medium]
+            oldest = list(islice(held, over))
+            self._let_oldest_go(name, medium, oldest)
+            over -= len(oldest)
+
+    def _let_oldest_go(self, name: str, medium: str, oldest: list) -> None:
+        """Let the cap's `oldest` go, noted as removed (so the run's events, and the picture
+        drawn from them, lose them too); a keyless orphan cell is only counted."""
+        gone = []
+        for engine_hash in oldest:
+            owner = self.blocks[name].gpu_cells.owner_of(engine_hash) if medium == "GPU" else None
+            key = self._let_go(name, medium, engine_hash)
+            if key is not None:
+                gone.append((key, owner or UNKNOWN_OWNER))
+        self._note("removed", name, medium, tuple(gone))
 
     @staticmethod
     def _place(blocks: EngineBlocks, e: BlockStored, owner: str) -> None:
@@ -150,22 +201,28 @@ class LiveState:
                 blocks.gpu_cells.place(engine_hash, owner)
 
     def _removed(self, name: str, e: BlockRemoved, seq: int) -> None:
-        counts, held = self.counts[name], self.blocks[name].by_medium[e.medium]
+        counts = self.counts[name]
         counts.removed += len(e.block_hashes)
         gone = []
         for engine_hash in e.block_hashes:
             owner = self.blocks[name].gpu_cells.owner_of(engine_hash) if e.medium == "GPU" else None
-            if e.medium == "GPU":
-                self.blocks[name].gpu_cells.free(engine_hash)
-            key = held.pop(engine_hash, None)
+            key = self._let_go(name, e.medium, engine_hash)
             if key is None:
                 counts.unknown_removed += 1
             else:
-                self._unindex(key, (name, e.medium))
-                self.kv_index.remove(name, (key,), _TIER[e.medium])
                 self._remember_eviction(name, key, seq)
                 gone.append((key, owner or UNKNOWN_OWNER))
         self._note("removed", name, e.medium, tuple(gone))
+
+    def _let_go(self, name: str, medium: str, engine_hash) -> int | None:
+        """`engine_hash` no longer held by `name` on `medium`; its key, if it was keyed."""
+        if medium == "GPU":
+            self.blocks[name].gpu_cells.free(engine_hash)
+        key = self.blocks[name].by_medium[medium].pop(engine_hash, None)
+        if key is not None:
+            self._unindex(key, (name, medium))
+            self.kv_index.remove(name, (key,), _TIER[medium])
+        return key
 
     def restarted(self, name: str) -> None:
         """The engine restarted: a new epoch, and its blocks are gone with the old process."""

@@ -4,7 +4,7 @@ The protocol is vLLM 0.33.0's (`vllm/distributed/kv_events.py`, `ZmqEventPublish
 - PUB sends `[topic, seq, payload]`, `seq` counting from 0 per publisher;
 - the ROUTER replay socket takes `[b"", start_seq]` (8 bytes big-endian) from a DEALER and
   answers every buffered batch with `seq >= start_seq`, then an end marker whose seq is -1.
-  What the DEALER reads differs by engine, and all forms are read (`_reply`):
+  What the DEALER reads differs by engine, and all forms are read (kvtui/live/replay_request.py `reply`):
   `[b"", topic, seq, payload]` and the end `[b"", b"", END_SEQ, b""]` (vLLM 0.33.0,
   `_service_replay`); `[b"", seq, payload]` and `[b"", END_SEQ, b""]` (vLLM 0.11.0, and SGLang
   0.5.x: python/sglang/srt/disaggregation/kv_events.py `_service_replay`, sgl-project/sglang@612d579);
@@ -14,41 +14,49 @@ Sequence rules: the next expected seq starts at 0, so a subscriber that joins la
 for everything the engine still buffers. One above the expected seq is a gap: the subscriber asks
 replay for the missing range, delivers what comes back in order, and delivers a `Gap` for what
 did not (no replay endpoint, a timeout, or batches already gone from the engine's buffer). The
-work is bounded by what replay returns (at most REPLAY_MAX batches), never by the size of the
-jump: a seq of 2**62 is one counted gap, not a walk over every missing number.
+work is bounded by what replay returns (at most REPLAY_MAX batches), never by the size
+of the jump: a seq of 2**62 is one counted gap, not a walk over every missing number.
+
+A replay request never blocks the thread that drains (the app's frame thread): it is a
+`ReplayRequest` read a little on each `drain`, and while one is open the batches that arrive
+are held, in order, and handled once it ends. So a batch after a gap is delivered only after
+the gap's replayed batches or its Gap, however slowly the replay socket answers. At most
+WAITING_MAX are held: past that a batch is let go and, once the request ended, replay is asked
+again from the seq expected (the batches let go come from the engine's buffer, or are a Gap).
+`close` ends an open request where it stands: what came is delivered, the rest is a Gap, and
+the held batches follow.
 
 A seq below the expected one is either a duplicate (the same batch again, as the catch-up at
-the start can give: its frames hash as one of the last RECENT delivered did) or a restarted engine
-(its seq went back, to 0 on a restart): the subscriber delivers `Restarted` and follows the new
-numbering from there, so nothing the new process publishes is dropped.
+the start can give: its seq and payload hash as one of the last RECENT delivered did; the topic
+is left out, since SGLang's replay answer carries none) or a restarted engine (its seq went
+back, to 0 on a restart): the subscriber delivers `Restarted` and follows the new numbering
+from there, so nothing the new process publishes is dropped.
 
 An engine that is not up is not an error: ZMQ connects in the background and retries with
 exponential backoff (RECONNECT_IVL doubling up to RECONNECT_IVL_MAX). Each time the SUB socket
 connects (the first time, or again after the engine went away) the subscriber asks replay for
 everything from the expected seq, as at the start: an engine that comes up while kvtui waits
 between two attempts publishes into no subscription (a PUB drops what no peer gets), and if it
-then falls quiet nothing later would show the gap. A replay request gets
-`replay_timeout` seconds between messages and REPLAY_DEADLINES times that in all, so a replay
-socket that answers slowly, forever, or never cannot hold kvtui up; what did not come is a gap.
+then falls quiet nothing later would show the gap.
 """
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from kvtui.live.delivery import Delivery, Gap, Received, Restarted
-from kvtui.live.wire import END_SEQ, Malformed, batch_seq
+from kvtui.live.replay_request import ReplayRequest
+from kvtui.live.wire import Malformed, batch_seq
 
 RECONNECT_FIRST_MS = 100
 RECONNECT_MAX_MS = 5_000
-REPLAY_MAX = 100_000  # batches one replay answer may hold (vLLM's and SGLang's buffers keep 10,000)
-REPLAY_DEADLINES = 5  # a whole replay answer gets this many replay timeouts
 DRAIN_MAX = 10_000  # messages handled per drain, so a flood cannot starve the app's frames
+WAITING_MAX = 20_000  # batches held while a replay request is open
 RECENT = 20_000  # delivered batches remembered (by a hash) to tell a duplicate from a restart
 MAX_FRAME_BYTES = 64 << 20  # a ZMQ message larger than this is refused by the socket itself
 
@@ -61,22 +69,36 @@ class Subscriber:
         self.ctx, self.replay_timeout = ctx, replay_timeout
         self.expected = 0
         self.duplicates = 0
-        self.recent: OrderedDict[int, int] = OrderedDict()  # seq -> hash of its frames
+        self.recent: OrderedDict[int, int] = OrderedDict()  # seq -> hash of its seq and payload
+        self.asking: ReplayRequest | None = None
+        self.stop: int | None = None  # the open request fills up to this seq (None: a catch-up)
+        self.held: deque[tuple[bytes, ...]] = deque()  # batches that came while it is open
+        self.again = False  # ask replay from `expected` once the open request ended
         self.socket = _connect(ctx.socket(zmq.SUB), endpoint)
         self.socket.setsockopt(zmq.SUBSCRIBE, b"")
         self.connects = self.socket.get_monitor_socket(zmq.EVENT_CONNECTED)
 
+    def sockets(self) -> list[zmq.Socket]:
+        """What to wait on: the SUB socket, its connect monitor and an open replay request."""
+        return [self.socket, self.connects] + ([self.asking.socket] if self.asking else [])
+
+    def wait_s(self) -> float | None:
+        """Seconds until the open replay request times out (None without one): the longest the
+        loop may wait before draining again."""
+        return None if self.asking is None else self.asking.wait_s()
+
     def drain(self, most: int = DRAIN_MAX) -> int:
-        """Catch up after a new connection, then handle the messages waiting on the socket,
-        at most `most`; returns how many."""
+        """Catch up after a new connection, read what a replay request has answered, then
+        handle the messages waiting on the socket, at most `most` of each; returns how many
+        messages were read. Never waits."""
         if self._connected():
             self.catch_up()
-        n = 0
+        n = self._read_replay(most)
         while n < most:
             try:
                 frames = self.socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
-                return n
+                break
             self.on_message(frames)
             n += 1
         return n
@@ -89,41 +111,81 @@ class Subscriber:
         return connected
 
     def on_message(self, frames: list[bytes]) -> None:
+        if self.asking is None:
+            self._handle(tuple(frames))
+        elif len(self.held) < WAITING_MAX:
+            self.held.append(tuple(frames))
+        else:
+            self.again = True  # let go: asked again from `expected` once the request ended
+
+    def _handle(self, frames: tuple[bytes, ...]) -> None:
         seq = _seq_of(frames)
         if seq is None:  # cannot even read its seq: pass it on to be counted as malformed
-            self.deliver(Received(self.name, self.clock(), tuple(frames)))
+            self.deliver(Received(self.name, self.clock(), frames))
             return
         if seq < self.expected:
-            if self.recent.get(seq) == hash(tuple(frames)):
+            if self.recent.get(seq) == _hash(frames):
                 self.duplicates += 1
                 return
             self.deliver(Restarted(self.name, self.clock(), self.expected - 1, seq))
             self.expected, self.recent = 0, OrderedDict()
         if seq > self.expected:
-            self._fill(self.expected, seq)
-        self._received(seq, tuple(frames))
+            if self._ask(self.expected, seq):
+                self.held.appendleft(frames)  # handled after the gap is filled
+                return
+            self.deliver(Gap(self.name, self.clock(), self.expected, seq - self.expected))
+        self._received(seq, frames)
         self.expected = seq + 1
 
     def _received(self, seq: int, frames: tuple[bytes, ...], replayed: bool = False) -> None:
         self.deliver(Received(self.name, self.clock(), frames, replayed=replayed))
-        self.recent[seq] = hash(frames)
+        self.recent[seq] = _hash(frames)
         if len(self.recent) > RECENT:
             self.recent.popitem(last=False)
 
     def catch_up(self) -> None:
-        """At the start, ask replay for everything the engine still buffers: an engine that has
-        been serving a while and publishes nothing after kvtui joins (its next requests hit the
-        cache and store no block) would otherwise show empty until its next batch. Batches
-        older than its buffer are a Gap, as later ones are."""
-        got = dict(self._ask_replay(self.expected))
-        if got:
-            stop = max(got) + 1
-            self._deliver_range(got, self.expected, stop)
-            self.expected = stop
+        """Ask replay for everything the engine still buffers from the seq expected (at the
+        start, and on every connect): an engine that has been serving a while and publishes
+        nothing after kvtui joins (its next requests hit the cache and store no block) would
+        otherwise show empty until its next batch. Batches older than its buffer are a Gap, as
+        later ones are. With a request already open, it is asked once that one ended."""
+        if self.asking is not None:
+            self.again = True
+        else:
+            self._ask(self.expected, None)
 
-    def _fill(self, first: int, stop: int) -> None:
-        """Deliver batches first..stop-1 from replay, and a Gap for any that did not come."""
-        self._deliver_range({s: f for s, f in self._ask_replay(first) if first <= s < stop}, first, stop)
+    def _ask(self, first: int, stop: int | None) -> bool:
+        """Open a replay request from `first` (for a gap up to `stop`); False without a replay
+        socket."""
+        if self.replay is None:
+            return False
+        self.asking, self.stop = ReplayRequest(_replay_socket(self.replay), self.ctx, first, self.replay_timeout), stop
+        return True
+
+    def _read_replay(self, most: int) -> int:
+        if self.asking is None:
+            return 0
+        n = self.asking.read(most)
+        if self.asking.done:
+            self._answered()
+        return n
+
+    def _answered(self) -> None:
+        """The open request ended: deliver what it got, then the batches held meanwhile, in
+        order, until one of them opens the next request."""
+        request, stop = self.asking, self.stop
+        assert request is not None
+        self.asking = None
+        got = request.got
+        if stop is None:
+            stop = max(got) + 1 if got and max(got) >= request.start else request.start
+        self._deliver_range({s: f for s, f in got.items() if request.start <= s < stop}, request.start, stop)
+        self.expected = max(self.expected, stop)
+        while self.held and self.asking is None:
+            self._handle(self.held.popleft())
+        if self.asking is None and self.again:
+            self.again = False
+            self.catch_up()
 
     def _deliver_range(self, got: dict, first: int, stop: int) -> None:
         """What replay returned, in order, with a Gap for each run that is missing: the work
@@ -137,53 +199,19 @@ class Subscriber:
         if stop > at:
             self.deliver(Gap(self.name, self.clock(), at, stop - at))
 
-    def _ask_replay(self, start: int) -> list[tuple[int, tuple[bytes, ...]]]:
-        """(seq, [topic, seq, payload]) for what the replay socket returns; [] without one."""
-        if self.replay is None:
-            return []
-        dealer = _connect(self.ctx.socket(zmq.DEALER), self.replay)
-        try:
-            dealer.send_multipart([b"", start.to_bytes(8, "big")])
-            return list(self._replies(dealer))
-        finally:
-            dealer.close(linger=0)
-
-    def _replies(self, dealer: zmq.Socket):
-        """The batches of one replay answer, until its end marker, a silence of
-        `replay_timeout`, the answer's deadline or REPLAY_MAX batches, whichever comes first."""
-        deadline = time.monotonic() + REPLAY_DEADLINES * self.replay_timeout
-        for _ in range(REPLAY_MAX):
-            left = min(self.replay_timeout, deadline - time.monotonic())
-            if left <= 0 or not dealer.poll(int(left * 1000)):
-                return
-            frames = _reply(dealer.recv_multipart())
-            if frames is None:
-                continue
-            if frames[1] == _END:
-                return
-            seq = _seq_of(list(frames))
-            if seq is not None:
-                yield seq, frames
-
     def close(self) -> None:
+        """End an open replay request where it stands (module docstring), then close."""
+        self.replay = None
+        if self.asking is not None:
+            self.asking.close()
+            self._answered()
         self.socket.disable_monitor()
         self.connects.close(linger=0)
         self.socket.close(linger=0)
 
 
-_END = END_SEQ.to_bytes(8, "big", signed=True)
-
-
-def _reply(frames: list[bytes]) -> tuple[bytes, ...] | None:
-    """A replay message as `(topic, seq, payload)`, in whichever form the engine sent it
-    (module docstring); None for any other shape."""
-    if len(frames) == 4 and frames[0] == b"":
-        return tuple(frames[1:])
-    if len(frames) == 3:
-        return tuple(frames)  # [b"", seq, payload] reads as an empty topic: the same bytes
-    if len(frames) == 2:
-        return (b"", *frames)
-    return None
+def _replay_socket(endpoint: str) -> Callable[[zmq.Socket], zmq.Socket]:
+    return lambda sock: _connect(sock, endpoint)
 
 
 def _connect(sock: zmq.Socket, endpoint: str) -> zmq.Socket:
@@ -195,11 +223,15 @@ def _connect(sock: zmq.Socket, endpoint: str) -> zmq.Socket:
     return sock
 
 
-def _seq_of(frames: list[bytes]) -> int | None:
+def _hash(frames: tuple[bytes, ...]) -> int:
+    """A batch's identity for telling a duplicate: its seq and payload (not its topic)."""
+    return hash(frames[1:])
+
+
+def _seq_of(frames: tuple[bytes, ...]) -> int | None:
     if len(frames) != 3:
         return None
     try:
         return batch_seq(frames[1])
     except Malformed:
         return None
-

@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import msgpack
 
 MEDIUMS = ("GPU", "CPU", "STORAGE", "CPU_PINNED", "DISK", "EXTERNAL")  # vLLM's three, SGLang's four
 END_SEQ = -1  # the replay socket's end marker (`ZmqEventPublisher.END_SEQ`, signed)
 MAX_BLOCK_SIZE = 1 << 16  # vLLM's and SGLang's are 1..256; more is not a block size
+EXTRA_ITEMS_MAX = 64  # extra keys of one block (an adapter, images, a salt, digests)
+EXTRA_BYTES_MAX = 4096  # one extra key's string or bytes (vLLM's cache_salt: at most 1,024 characters)
 TOKEN_RANGE = (0, 1 << 63)  # a token id is a vocabulary index, and the keys hash it as int64
 
 
@@ -62,6 +65,8 @@ class BlockStored:
     lora_id: int | None
     medium: str
     lora_name: str | None = None  # the adapter (vLLM 0.33.0; 0.11.0 sends lora_id only): kvtui/live/lora.py
+    extra_keys: tuple | None = None  # per block, what vLLM 0.33.0 folded into its hash: kvtui/live/keys.py
+    cache_salt: str | None = None  # SGLang's own field for the salt (vLLM's is in extra_keys)
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,7 @@ def decode_payload(seq: int, payload: bytes) -> Batch:
     return Batch(seq, float(ts), tuple(decode_event(e) for e in events), rank)
 
 
-def _integer(x) -> bool:
+def _integer(x: object) -> TypeGuard[int]:
     """An int that is not a bool (msgpack's `true` decodes to True, an int to Python)."""
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -191,7 +196,42 @@ def _stored(f: dict) -> BlockStored:
     name = f.get("lora_name")
     if name is not None and not isinstance(name, str):
         raise Malformed("BlockStored lora_name is not a string", "lora")
-    return BlockStored(hashes, parent, tuple(tokens), size, lora, _medium(f.get("medium")), name)
+    salt = f.get("cache_salt")
+    if salt is not None and not (isinstance(salt, str) and len(salt) <= EXTRA_BYTES_MAX):
+        raise Malformed("BlockStored cache_salt is not a string", "extra keys")
+    return BlockStored(hashes, parent, tuple(tokens), size, lora, _medium(f.get("medium")), name,
+                       _extra_keys(f.get("extra_keys"), len(hashes)), salt or None)
+
+
+def _extra_keys(raw, blocks: int) -> tuple | None:
+    """vLLM 0.33.0's untagged extra keys (kvtui/live/keys.py): None, or one entry per block,
+    each None or a list of strings, bytes and [identifier, offset] pairs."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != blocks:
+        raise Malformed("BlockStored extra_keys is not one entry per block", "extra keys")
+    return tuple(None if entry is None else _extra_entry(entry) for entry in raw)
+
+
+def _extra_entry(entry) -> tuple:
+    if not isinstance(entry, list) or len(entry) > EXTRA_ITEMS_MAX:
+        raise Malformed(f"BlockStored extra_keys entry is not a list of at most {EXTRA_ITEMS_MAX}", "extra keys")
+    return tuple(_extra_item(x) for x in entry)
+
+
+def _extra_item(x):
+    """A string, bytes or integer, or a list of them ([identifier, offset] for a multimodal
+    input): a shape vLLM may add later is still folded into the key, not refused."""
+    if isinstance(x, list) and len(x) <= EXTRA_ITEMS_MAX and all(_extra_scalar(y) for y in x):
+        return tuple(x)
+    if _extra_scalar(x):
+        return x
+    raise Malformed(f"BlockStored extra key {str(x)[:40]} is not a string, bytes, an integer or a list of them",
+                    "extra keys")
+
+
+def _extra_scalar(x) -> bool:
+    return isinstance(x, (str, bytes)) and len(x) <= EXTRA_BYTES_MAX or _integer(x) and -(1 << 63) <= x < 1 << 64
 
 
 def _hashes(raw) -> tuple:

@@ -77,6 +77,16 @@ class ReplaySocket:
         self._ctx.term()
 
 
+def replayed(sub, bound_s: float = LIFETIME_S) -> bool:
+    """Drain the subscriber `sub` until its open replay request ended, as a session's polls
+    do; True when it ended within `bound_s`."""
+    deadline = time.monotonic() + bound_s
+    while sub.asking is not None and time.monotonic() < deadline:
+        sub.asking.socket.poll(int(min(sub.wait_s(), 0.05) * 1000))
+        sub.drain()
+    return sub.asking is None
+
+
 class Http:
     """A threaded HTTP server on loopback whose handler methods are given."""
 

@@ -36,6 +36,14 @@ def pump(session: LiveSession, pub: vp.Publisher, timeout: float = 10.0) -> None
         session.poll(0.05)
 
 
+def caught_up(session: LiveSession, bound_s: float = 10.0) -> None:
+    """Poll until no replay request is open (the catch-up at the start, a gap's), as a running
+    session would: their answers are read as the session polls."""
+    deadline = time.monotonic() + bound_s
+    while session.replaying() and time.monotonic() < deadline:
+        session.poll(0.05)
+
+
 def settle(session: LiveSession | None = None) -> None:
     """Give the SUB socket's subscription time to reach the PUB socket (ZMQ's slow joiner).
     With the session, poll it meanwhile, as a running session does: it sees its socket connect

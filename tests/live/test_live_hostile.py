@@ -81,7 +81,8 @@ def test_a_replay_socket_answering_a_far_seq_does_not_hang_the_start(ctx):
                                            (0, [b"", b"", h.seq_bytes(-1), b""])])
     sub, out = _subscriber(ctx, replay.endpoint)
     try:
-        assert _bounded(sub.catch_up)
+        sub.catch_up()
+        assert h.replayed(sub, BOUND_S)
     finally:
         sub.close()
         replay.close()
@@ -97,6 +98,11 @@ def test_a_replay_socket_answering_a_far_seq_does_not_hang_the_start(ctx):
     (h.stored([1], [1, 2, 3, 4], block_size=2**40), "block size"),
     (h.stored([True], [1, 2, 3, 4]), "hash"),
     ({"type": "BlockRemoved", "block_hashes": [1], "medium": ["GPU"]}, "medium"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[None, None]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[[{"a": 1}]]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[[[1.5]]]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], extra_keys=[["x" * 5000]]), "extra keys"),
+    (h.stored([1], [1, 2, 3, 4], cache_salt=7), "extra keys"),
 ])
 def test_a_value_out_of_range_is_counted_by_kind_and_never_raised(event, kind):
     state = _state([Received("e", 0.0, tuple(h.message(0, [event]))), Received("e", 0.0, tuple(h.message(1, [STORE])))])
@@ -127,7 +133,9 @@ def test_a_negative_seq_from_replay_is_skipped(ctx):
     sub, out = _subscriber(ctx, replay.endpoint)
     try:
         sub.catch_up()
+        assert h.replayed(sub, BOUND_S)
         sub.on_message(h.message(3, [STORE]))  # a gap: asks replay again, from the seq expected
+        assert h.replayed(sub, BOUND_S)
     finally:
         sub.close()
         replay.close()
@@ -141,7 +149,8 @@ def test_a_replay_answer_with_no_end_marker_times_out(ctx):
     replay = h.ReplaySocket(lambda start: forever)
     sub, out = _subscriber(ctx, replay.endpoint, timeout=0.5)
     try:
-        assert _bounded(sub.catch_up)  # 5 replay timeouts in all: 2.5 s
+        sub.catch_up()
+        assert h.replayed(sub, BOUND_S)  # 5 replay timeouts in all: 2.5 s
     finally:
         sub.close()
         replay.close()

@@ -40,13 +40,13 @@ def store(hashes, tokens, parent=None, medium="GPU", page=4) -> dict:
             "block_size": page, "lora_id": None, "medium": medium, **SALT}
 
 
-def test_a_tagged_sglang_batch_decodes_with_its_extra_fields_read_past():
+def test_a_tagged_sglang_batch_decodes_with_its_salt_and_extra_fields_read_past():
     events = [store([1, 2], list(range(8))), store([3], [8, 9], parent=2, page=2),  # a short last page
               {"type": "BlockRemoved", "block_hashes": [3], "medium": "GPU"}]
     batch = decode_message([b"", (0).to_bytes(8, "big"), sglang_batch(events, rank=3)])
     assert batch.data_parallel_rank == 3 and batch.ts == 1.5
-    assert batch.events[0] == BlockStored((1, 2), None, tuple(range(8)), 4, None, "GPU")
-    assert batch.events[1] == BlockStored((3,), 2, (8, 9), 2, None, "GPU")
+    assert batch.events[0] == BlockStored((1, 2), None, tuple(range(8)), 4, None, "GPU", cache_salt="tenant-7")
+    assert batch.events[1] == BlockStored((3,), 2, (8, 9), 2, None, "GPU", cache_salt="tenant-7")
     assert batch.events[2] == BlockRemoved((3,), "GPU")
 
 
@@ -84,6 +84,7 @@ def test_sglangs_replay_answer_fills_the_gap(form):
     sub = Subscriber(ctx, "sglang", f"tcp://127.0.0.1:{h.free_port()}", replay.endpoint, out.append, replay_timeout=1.0)
     try:
         sub.on_message([b"kv", h.seq_bytes(3), sglang_batch([store([103], [3] * 4)])])
+        assert h.replayed(sub)
     finally:
         sub.close()
         replay.close()

@@ -28,7 +28,7 @@ from kvtui.sim.workload.hashing import chain_keys
 from differential import peers
 
 from . import vllm_publishers as vp
-from .live_support import prompts, pump, session_for, settle
+from .live_support import caught_up, prompts, pump, session_for, settle
 
 REQUESTS = peers.cases(60)
 POOL_BLOCKS = 24
@@ -134,6 +134,7 @@ def test_an_engine_silent_after_the_join_is_caught_up_from_replay(new):
             pub.publish(source.run(tokens))
         pub.wait_sent()
         session = session_for(pub)
+        caught_up(session)
         session.close()
     finally:
         pub.close()

@@ -124,6 +124,15 @@ class KVIndex:
             for (other, slot), k in self._pods.stored(node, _SLOT[medium], keys):
                 self._held[other][slot].discard(k)
 
+    def prune_firsts(self, most: int) -> None:
+        """Past `most` entries, keep in `_firsts` only the keys some node holds now: what `add`
+        says of it stays true (a key not there is held by no node). The simulation never calls
+        it (its `_firsts` grows with its requests); a live session does, so an engine that
+        stores endless distinct prompts cannot grow it without bound (kvtui/live/state.py).
+        With `most` at least twice what the nodes can hold, it costs O(1) per key stored."""
+        if len(self._firsts) > most:
+            self._firsts &= set().union(*(held for sets in self._held.values() for held in sets))
+
     def remove(self, node: str, keys: Iterable[int], medium: str = "gpu") -> None:
         sets = self._held.get(node)
         if sets is not None:
