@@ -37,6 +37,7 @@ from kvtui.events import (
     ControlPlaneRecovered,
     Event,
     MetadataCommitted,
+    MetadataMemberDown,
     NodeDown,
     NodeUp,
 )
@@ -124,8 +125,8 @@ def _carry_out(sim: Simulation, cmd: Command) -> tuple[type[Event], ...]:
             sim.node_up(cmd.arg)
             return (NodeUp,)
         case _:
-            sim.crash_control_plane()
-            return (ControlPlaneCrashed,)
+            sim.crash_control_plane()  # a replicated store: its leader is killed
+            return (ControlPlaneCrashed, MetadataMemberDown)
 
 
 class Drive(Navigable):
@@ -228,8 +229,13 @@ class Drive(Navigable):
         return SimulationFacts(self.run.sim)
 
     def routing_headline(self) -> str:
-        router = self.run.sim.router
-        return router.headline() if router is not None else ""
+        """The router's headline, then a replicated control plane's (its leader and term)."""
+        sim = self.run.sim
+        parts = [sim.router.headline() if sim.router is not None else ""]
+        cp_headline = getattr(sim.control_plane, "headline", None)
+        if cp_headline is not None:
+            parts.append(cp_headline())
+        return " · ".join(p for p in parts if p)
 
     def wal_counters(self) -> dict | None:
         cp = self.run.sim.control_plane

@@ -220,6 +220,16 @@ class ReplicatedControlPlane:
         self.group.partition(members, duration_s)
 
     # ------------------------------------------------------------------ figures and lifecycle
+    def headline(self) -> str:
+        """The app's header part: who leads which term, how many members are up, and whether the
+        router can read."""
+        members = self.group.members.values()
+        up = sum(m.up for m in members)
+        leader = self.group.leader()
+        who = f"{leader.name} leads term {leader.term}" if leader is not None else \
+            f"no leader, term {max(m.term for m in members)}"
+        return f"metadata {who} ({up}/{len(self.names)} up{'' if not self.down else ', router cannot read'})"
+
     def end_of_step(self) -> None:
         """Members flush as they apply: nothing waits for the end of an instant."""
 

@@ -141,3 +141,21 @@ def test_stepping_back_replays_the_group_exactly(tmp_path):
            [(m.term, m.role, m.log.last_index, m.commit) for m in gb.members.values()]
     straight.close()
     d.close()
+
+
+def test_the_crash_key_kills_the_leader_and_the_headline_follows(tmp_path):
+    d = Drive(scenario(tmp_path, "{members: 3}", duration=6))
+    for _ in range(200):
+        d.step()
+    assert "metadata m1 leads term 1 (3/3 up)" in d.routing_headline()
+    ev = d.command("crash")
+    assert ev.kind == "member_down" and ev.member == "m1" and ev.was_leader
+    assert "metadata no leader, term 1 (2/3 up, router cannot read)" in d.routing_headline()
+    while not any(isinstance(e, MetadataLeaderElected) for e in d.journal.log) and not d.ended:
+        d.step()
+    # elected, but reads wait until it commits an entry of its own term (Raft paper §8)
+    assert "leads term 2 (2/3 up, router cannot read)" in d.routing_headline()
+    while not isinstance(ev := d.step(), MetadataCommitted):
+        pass
+    assert ev.term == 2 and d.routing_headline().endswith("metadata m2 leads term 2 (2/3 up)")
+    d.close()
