@@ -41,6 +41,7 @@ from kvtui.events import (
     NodeDown,
     NodeUp,
 )
+from kvtui.run.control_plane_view import ControlPlaneView, control_plane_view
 from kvtui.run.facts import Facts, SimulationFacts
 from kvtui.run.journal import Journal
 from kvtui.run.source import Navigable
@@ -236,6 +237,9 @@ class Drive(Navigable):
         if cp_headline is not None:
             parts.append(cp_headline())
         return " · ".join(p for p in parts if p)
+
+    def control_plane_view(self) -> ControlPlaneView | None:
+        return control_plane_view(self.run.sim, self.run.journal)
 
     def wal_counters(self) -> dict | None:
         cp = self.run.sim.control_plane

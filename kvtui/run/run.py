@@ -20,6 +20,7 @@ from kvtui.events import (
     ControlPlaneRecovered,
     Event,
     KVTransferStarted,
+    MetadataElection,
     NodeDown,
     RequestArrived,
     RequestCompleted,
@@ -28,6 +29,7 @@ from kvtui.events import (
     RouteDecided,
 )
 from kvtui.run.checkpoint_budget import CheckpointBudget
+from kvtui.run.control_plane_view import ControlPlaneView
 from kvtui.run.drive import FOLDABLE, Drive
 from kvtui.run.narrate import explain
 from kvtui.run.source import Navigable
@@ -45,6 +47,7 @@ SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
     "arrival": (RequestArrived,),
     "completion": (RequestCompleted,),
     "transfer": (KVTransferStarted,),
+    "election": (MetadataElection,),
 }
 
 def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:
@@ -265,6 +268,9 @@ class Run:
 
     def wal_counters(self) -> dict | None:
         return self.source.wal_counters()
+
+    def control_plane_view(self) -> ControlPlaneView | None:
+        return self.source.control_plane_view()
 
     def crash_control_plane(self) -> Event | None:
         """Crash the control plane; None when the scenario has no store (or it is down already)."""

@@ -37,7 +37,7 @@ from kvtui.tui.controls import bindings, help_rows, palette
 from kvtui.run import SEEK_KINDS, Run
 from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.give_way import GivesWay
-from kvtui.tui.reachable import NO_STORE, why_unreachable
+from kvtui.tui.reachable import NO_STORE, NOT_REPLICATED, why_unreachable
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 from kvtui.tui.toasts import FittedToasts
@@ -48,6 +48,7 @@ from kvtui.tui.widgets.candidates import CandidateTable
 from kvtui.tui.widgets.decision_log import DecisionLog
 from kvtui.tui.widgets.event_log import EventLog
 from kvtui.tui.widgets.explanation import Explanation
+from kvtui.tui.widgets.control_plane_panel import NARROW_CSS, RAFT_VIEW, ControlPlanePanel
 from kvtui.tui.widgets.latency_panel import LatencyPanel
 from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.log_list import LogList
@@ -89,7 +90,7 @@ class MainScreen(Screen[None]):
 
 class KvtuiApp(GivesWay, FittedToasts, App[None]):
     CSS_PATH = "app.tcss"
-    CSS = narrow_css()
+    CSS = narrow_css() + "\n" + NARROW_CSS
     TITLE = "kvtui"
     COMMANDS = App.COMMANDS | {KvtuiCommands}
 
@@ -117,6 +118,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
         self.speed = DEFAULT_SPEED
         self.behind = False
         self.budget = FRAME_BUDGET_S
+        self.views = VIEWS + ((RAFT_VIEW,) if self.runner.control_plane_view() is not None else ())
         self.view = VIEWS[0][0]
         self.selected_node: str | None = self.runner.node_names()[0] if self.runner.node_names() else None
         self.highlight: Event | None = None
@@ -173,7 +175,9 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
                 yield Explanation(id="why")
                 yield LatencyPanel(self.runner, id="latency-wide")
             with Vertical(id="right"):
-                yield ViewTabs(id="tabs")
+                yield ViewTabs(self.views, id="tabs")
+                if len(self.views) > len(VIEWS):  # a replicated store: its panel is a view too
+                    yield ControlPlanePanel(self.runner, id=RAFT_VIEW[0], classes="view")
                 for panel in PANELS:
                     yield panel.make(self.runner, panel.id)
         yield Footer()
@@ -231,7 +235,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
 
     def _set_view(self, view: str) -> None:
         self.view = view
-        for key, _ in VIEWS:
+        for key, _ in self.views:
             self.set_class(key == view, f"-view-{key}")
         if hasattr(self, "tabs"):
             self.tabs.set_active(view)
@@ -359,6 +363,8 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.why.show(ev, r.explain(ev), source)
             self._show_candidates(ev)
             self.latency_panel().tick()
+            for panel in self.query(ControlPlanePanel):
+                panel.tick()
 
     def _show_candidates(self, ev: Event | None) -> None:
         if not isinstance(ev, RouteDecided):
@@ -710,6 +716,14 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.runner.crash_control_plane()
         self._after_command()
 
+    def action_last_election(self) -> None:
+        """Back to the start of the last election of a replicated control plane (`j` goes forward)."""
+        view = self.runner.control_plane_view()
+        if view is None or view.last_election is None:
+            self.notify(NOT_REPLICATED if view is None else "No election before this event (j: the next one).", title="Election")
+            return
+        self.goto(f"#{view.last_election.seq}")
+
     def action_next_theme(self) -> None:
         names = self.theme_cycle
         i = names.index(self.theme) if self.theme in names else -1
@@ -734,7 +748,7 @@ class KvtuiApp(GivesWay, FittedToasts, App[None]):
             self.push_screen(HelpScreen(self.HELP_ROWS))
 
     def action_next_view(self) -> None:
-        keys = [k for k, _ in VIEWS]
+        keys = [k for k, _ in self.views]
         self._set_view(keys[(keys.index(self.view) + 1) % len(keys)])
 
     def _unhighlight_logs(self) -> None:

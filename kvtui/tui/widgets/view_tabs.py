@@ -23,9 +23,10 @@ class ViewTabs(Widget):
             self.view = view
             super().__init__()
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None):
+    def __init__(self, views: tuple[tuple[str, str], ...] = VIEWS, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
-        self.active = VIEWS[0][0]
+        self.views = views
+        self.active = views[0][0]
         self._spans: list[tuple[int, int, str]] = []
 
     def set_active(self, view: str) -> None:
@@ -38,7 +39,7 @@ class ViewTabs(Widget):
         inactive = self.get_component_rich_style("viewtabs--inactive")
         text = Text(no_wrap=True, overflow="ellipsis")
         self._spans = []
-        for key, label in VIEWS:
+        for key, label in self.views:
             start = len(text)
             mark = "▸" if key == self.active else " "
             text.append(f"{mark}{label} ", active if key == self.active else inactive)
