@@ -15,7 +15,8 @@ def main(argv: list[str]) -> int:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p)
     p.add_argument("--theme", help="colour theme (themes/, or your own in ~/.config/kvtui/themes/ or $KVTUI_THEMES)")
-    p.add_argument("--vs", metavar="POLICY", help="split screen: the same run under POLICY, side by side in lockstep")
+    p.add_argument("--vs", metavar="POLICY", help="split screen: the same run under POLICY, side by side in lockstep "
+                   "(or pattern:A|B|C: the same run with its Raft group as another control-plane pattern)")
     args = p.parse_args(argv)
     if not stdin_is_terminal():
         raise UsageError("kvtui: the interactive app needs a terminal, and stdin is not one; "
@@ -32,7 +33,8 @@ def main(argv: list[str]) -> int:
         )
         return 1
     if args.vs:
-        check_policy(args.vs, "--vs")
+        if not args.vs.startswith("pattern:"):  # a pattern is checked against the scenario below
+            check_policy(args.vs, "--vs")
         from kvtui.tui.compare import make_compare_app
 
         app = make_compare_app(scenario, args.vs, seed=args.seed, policy=args.policy, theme=args.theme)

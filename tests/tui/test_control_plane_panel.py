@@ -70,3 +70,30 @@ def test_a_single_store_has_no_raft_tab_and_the_election_jumps_say_why(make):
             assert app.runner.position == before
             assert {n.message for n in app._notifications} == {NOT_REPLICATED}  # identical toasts are shown once
     asyncio.run(go())
+
+
+def test_vs_pattern_b_shows_the_same_run_held_on_the_left_and_routed_on_the_right():
+    """`--vs pattern:B`: the same policy and seed, the right side's router reading its own member:
+    over the run (a leader kill, a member cut off) the left (pattern A) held requests and the right
+    held none but routed on stale reads; a pattern the scenario cannot take is `--vs: ...`."""
+    from kvtui.errors import InputError
+    from kvtui.tui.compare import make_compare_app
+
+    story = load_scenario(str(PATTERNS), [])
+
+    async def go():
+        app = make_compare_app(story, "pattern:B", fps=0, theme="dark")
+        async with app.run_test(size=(120, 40)) as pilot:
+            assert [s.border_title for s in app.query("Side")] == ["pattern A", "pattern B"]
+            assert app.left.policy == app.right.policy and app.left.seed == app.right.seed
+            app.lockstep.advance(30.0, budget_s=120)
+            app.refresh_panels()
+            await pilot.pause()
+            left, right = (r.source.sim.control_plane.report() for r in (app.left, app.right))
+            assert left["requests_delayed"] > 0 and right["requests_delayed"] == 0 and right["stale_reads"] > 0
+            assert "Δ pattern B vs pattern A" in str(app.query_one("#diff").render())
+    asyncio.run(go())
+    with pytest.raises(InputError, match="unknown pattern 'Z'"):
+        make_compare_app(story, "pattern:Z")
+    with pytest.raises(InputError, match="members: 2 or more"):
+        make_compare_app(load_scenario(str(PATTERNS.parent / "crash-recovery.yaml"), []), "pattern:B")
