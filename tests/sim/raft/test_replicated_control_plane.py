@@ -5,6 +5,7 @@ PreVote, stale serializable reads only from a cut member, determinism, and stepp
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from kvtui.events import (
 )
 from kvtui.run.drive import Drive, digest
 from kvtui.scenario import load_scenario
+from kvtui.scenario.model import Replication
 from kvtui.sim.engine import Simulation
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -47,11 +49,22 @@ def _digest(events) -> str:
     return h.hexdigest()
 
 
-def test_one_member_is_todays_store_event_for_event(tmp_path):
-    text = (ROOT / "scenarios" / "crash-recovery.yaml").read_text()
-    (tmp_path / "one.yaml").write_text(text + "  replication: {members: 1}\n")
-    _, plain, _ = run(load_scenario(ROOT / "scenarios" / "crash-recovery.yaml"))
-    _, one, _ = run(load_scenario(tmp_path / "one.yaml"))
+STORES = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml")
+                if "\nmetadata:" in p.read_text() and "replication:" not in p.read_text())
+
+
+def test_the_shipped_stores_are_covered():
+    assert "crash-recovery.yaml" in STORES and "pressure.yaml" in STORES
+
+
+@pytest.mark.parametrize("name", STORES)
+def test_one_member_is_todays_store_event_for_event(name):
+    """Every shipped scenario with a store (a `metadata:` section) gives the same events with
+    `replication: {members: 1}`."""
+    plain_scn = load_scenario(ROOT / "scenarios" / name)
+    one_scn = replace(plain_scn, metadata=replace(plain_scn.metadata, replication=Replication(members=1)))
+    _, plain, _ = run(plain_scn)
+    _, one, _ = run(one_scn)
     assert _digest(plain) == _digest(one)
 
 
