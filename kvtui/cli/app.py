@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, check_vs, load
 from kvtui.cli.crash import report_crash
 
 
@@ -23,6 +23,7 @@ def main(argv: list[str]) -> int:
                          f"for a headless run: kvtui run {args.scenario}")
     check_policy(args.policy)
     scenario = load(args)
+    check_vs(args.vs, scenario)
     try:
         from kvtui.tui.app import make_app
     except ImportError:
@@ -33,8 +34,6 @@ def main(argv: list[str]) -> int:
         )
         return 1
     if args.vs:
-        if not args.vs.startswith("pattern:"):  # a pattern is checked against the scenario below
-            check_policy(args.vs, "--vs")
         from kvtui.tui.compare import make_compare_app
 
         app = make_compare_app(scenario, args.vs, seed=args.seed, policy=args.policy, theme=args.theme)

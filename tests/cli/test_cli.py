@@ -292,6 +292,15 @@ def test_an_unknown_policy_names_its_flag(argv, flag):
     assert p.returncode == 2 and p.stderr.startswith(f"{flag}: unknown policy 'nope'"), p.stderr
 
 
+@pytest.mark.parametrize("argv, said", [
+    (("serve", "scenarios/pressure.yaml", "--vs", "pattern:B"), "--vs: a pattern needs a scenario whose metadata.replication"),
+    (("serve", "scenarios/control-plane-patterns.yaml", "--vs", "pattern:Z"), "--vs: unknown pattern 'Z' (one of A, B, C)"),
+])
+def test_a_pattern_the_scenario_cannot_take_is_refused_by_its_flag(argv, said):
+    p = kvtui(*argv)
+    assert p.returncode == 2 and p.stderr.startswith(said), p.stderr
+
+
 @pytest.mark.parametrize("argv, flag", [
     (("compare", "scenarios/pressure.yaml", "--policies", ""), "--policies"),
     (("compare", "scenarios/pressure.yaml", "--policies", " , "), "--policies"),
