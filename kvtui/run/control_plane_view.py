@@ -59,5 +59,4 @@ def control_plane_view(sim, journal: Journal) -> ControlPlaneView | None:
         )
         for m in members
     )
-    last = next((ev for ev in reversed(journal.log) if isinstance(ev, MetadataElection) and not ev.pre_vote), None)
-    return ControlPlaneView(sim.control_plane.headline(), rows, last)
+    return ControlPlaneView(sim.control_plane.headline(), rows, journal.last_election)

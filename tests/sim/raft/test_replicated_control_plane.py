@@ -14,6 +14,7 @@ from raft_support import scenario
 
 from kvtui.events import (
     MetadataCommitted,
+    MetadataElection,
     MetadataHealed,
     MetadataLeaderElected,
     MetadataMemberDown,
@@ -24,6 +25,7 @@ from kvtui.events import (
     RequestArrived,
 )
 from kvtui.run.drive import Drive, digest
+from kvtui.run.journal import Journal
 from kvtui.scenario import load_scenario
 from kvtui.scenario.model import Replication
 from kvtui.sim.engine import Simulation
@@ -186,3 +188,18 @@ def test_the_crash_key_kills_the_leader_and_the_headline_follows(tmp_path):
         pass
     assert ev.term == 2 and d.routing_headline().endswith("metadata m2 leads term 2 (2/3 up)")
     d.close()
+
+
+def test_the_last_election_outlives_the_bounded_event_log():
+    """J goes back to the last election even when later lines (evictions, say) have pushed it out
+    of the journal's bounded log: the journal keeps it apart; a PreVote round is not an election."""
+    journal = Journal(keep_log=2)
+
+    def election(seq: int, pre_vote: bool) -> MetadataElection:
+        return MetadataElection(seq=seq, t=float(seq), member="m2", term=2, pre_vote=pre_vote, timeout_s=1.2,
+                                lo_s=1.0, hi_s=2.0, last_term=1, last_index=40)
+
+    for ev in [election(1, False), election(2, True), election(3, True), election(4, True)]:
+        journal.on_event(ev)
+    assert [e.seq for e in journal.log] == [3, 4]
+    assert journal.last_election is not None and journal.last_election.seq == 1
