@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, check_vs, load
 from kvtui.cli.crash import report_crash
 
 
@@ -15,13 +15,15 @@ def main(argv: list[str]) -> int:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p)
     p.add_argument("--theme", help="colour theme (themes/, or your own in ~/.config/kvtui/themes/ or $KVTUI_THEMES)")
-    p.add_argument("--vs", metavar="POLICY", help="split screen: the same run under POLICY, side by side in lockstep")
+    p.add_argument("--vs", metavar="POLICY", help="split screen: the same run under POLICY, side by side in lockstep "
+                   "(or pattern:A|B|C: the same run with its Raft group as another control-plane pattern)")
     args = p.parse_args(argv)
     if not stdin_is_terminal():
         raise UsageError("kvtui: the interactive app needs a terminal, and stdin is not one; "
                          f"for a headless run: kvtui run {args.scenario}")
     check_policy(args.policy)
     scenario = load(args)
+    check_vs(args.vs, scenario)
     try:
         from kvtui.tui.app import make_app
     except ImportError:
@@ -32,7 +34,6 @@ def main(argv: list[str]) -> int:
         )
         return 1
     if args.vs:
-        check_policy(args.vs, "--vs")
         from kvtui.tui.compare import make_compare_app
 
         app = make_compare_app(scenario, args.vs, seed=args.seed, policy=args.policy, theme=args.theme)

@@ -104,6 +104,20 @@ def check_policy(name: str | None, flag: str = "--policy") -> None:
         raise UsageError(f"{flag}: {unknown_policy(name)}")
 
 
+def check_vs(vs: str | None, scenario) -> None:
+    """--vs: a policy, or `pattern:A|B|C` on a scenario whose store is a Raft group
+    (kvtui/scenario/patterns.py); exit 2 naming the flag otherwise."""
+    if vs is None or not vs.startswith("pattern:"):
+        check_policy(vs, "--vs")
+        return
+    from kvtui.scenario.patterns import with_pattern
+
+    try:
+        with_pattern(scenario, vs[len("pattern:"):])
+    except ValueError as e:
+        raise UsageError(f"--vs: {e}") from None
+
+
 @overload
 def name_list(text: str, flag: str) -> list[str]: ...
 @overload

@@ -37,7 +37,9 @@ def main(argv: list[str]) -> int:
               "The options are the app's (`kvtui SCENARIO --help`).")
         return 0
     if argv[:1] == ["--list"]:
-        print("\n".join(f"{name:<22}{path}" for name, path in packaged().items()))
+        shipped = packaged()
+        width = max(map(len, shipped), default=0) + 2  # a fixed 22 ran control-plane-patterns into its path
+        print("\n".join(f"{name:<{width}}{path}" for name, path in shipped.items()))
         return 0
     if argv[:1] == ["--path"]:
         print(find(argv[1] if len(argv) > 1 else DEFAULT))

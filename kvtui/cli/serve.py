@@ -14,7 +14,7 @@ import ipaddress
 import shlex
 import sys
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, load, port_number
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, check_vs, load, port_number
 
 DEFAULT_PORT = 8000
 
@@ -25,14 +25,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--port", default=str(DEFAULT_PORT), help=f"TCP port, 1 to 65535 (default {DEFAULT_PORT})")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
     p.add_argument("--theme", help="colour theme, as for `kvtui SCENARIO`")
-    p.add_argument("--vs", metavar="POLICY", help="split screen, as for `kvtui SCENARIO`")
+    p.add_argument("--vs", metavar="POLICY", help="split screen (a policy, or pattern:A|B|C), as for `kvtui SCENARIO`")
     args = p.parse_args(argv)
     port = port_number(args.port)
     if port is None:
         raise UsageError(f"kvtui serve: --port {args.port!r} is not a TCP port (1 to 65535)")
     check_policy(args.policy)
-    check_policy(args.vs, "--vs")
-    load(args)
+    check_vs(args.vs, load(args))
     server_class = _server_class()
     if not is_loopback(args.host):
         print(f"kvtui serve: warning: listening on {args.host}: anyone who can reach port {port} there "

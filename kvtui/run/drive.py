@@ -39,9 +39,11 @@ from kvtui.events import (
     ControlPlaneRecovered,
     Event,
     MetadataCommitted,
+    MetadataMemberDown,
     NodeDown,
     NodeUp,
 )
+from kvtui.run.control_plane_view import ControlPlaneView, control_plane_view
 from kvtui.run.facts import Facts, SimulationFacts
 from kvtui.run.journal import Journal
 from kvtui.run.source import Navigable
@@ -136,8 +138,8 @@ def _carry_out(sim: Simulation, cmd: Command) -> tuple[type[Event], ...]:
             sim.node_up(cmd.arg)
             return (NodeUp,)
         case _:
-            sim.crash_control_plane()
-            return (ControlPlaneCrashed,)
+            sim.crash_control_plane()  # a replicated store: its leader is killed
+            return (ControlPlaneCrashed, MetadataMemberDown)
 
 
 class Drive(Navigable):
@@ -242,8 +244,16 @@ class Drive(Navigable):
         return SimulationFacts(self.run.sim)
 
     def routing_headline(self) -> str:
-        router = self.run.sim.router
-        return router.headline() if router is not None else ""
+        """The router's headline, then a replicated control plane's (its leader and term)."""
+        sim = self.run.sim
+        parts = [sim.router.headline() if sim.router is not None else ""]
+        cp_headline = getattr(sim.control_plane, "headline", None)
+        if cp_headline is not None:
+            parts.append(cp_headline())
+        return " · ".join(p for p in parts if p)
+
+    def control_plane_view(self) -> ControlPlaneView | None:
+        return control_plane_view(self.run.sim, self.run.journal)
 
     def wal_counters(self) -> dict | None:
         cp = self.run.sim.control_plane

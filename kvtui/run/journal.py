@@ -95,6 +95,7 @@ class Journal:
         self._recent_hits: dict[str, deque[bool]] = {}
         self.last_emitted: Event | None = None
         self.last_interesting: Event | None = None
+        self.last_election: MetadataElection | None = None  # a Raft group's (not a PreVote round): J goes there
         self.marks: list[tuple[float, int, str, str]] = []  # (t, seq, kind, label)
         self.keep_requests = keep_requests
         self.lives: OrderedDict[str, list[Event]] = OrderedDict()
@@ -116,6 +117,8 @@ class Journal:
         elif isinstance(ev, LOG_TYPES):
             self.log.append(ev)
             self.last_interesting = ev
+        if isinstance(ev, MetadataElection) and not ev.pre_vote:
+            self.last_election = ev  # kept apart from the bounded log, which evictions can fill
         if isinstance(ev, BlocksStored):
             self._on_stored(ev)
         elif isinstance(ev, BlocksEvicted):

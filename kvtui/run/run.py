@@ -21,6 +21,7 @@ from kvtui.events import (
     Event,
     KVEventsLost,
     KVTransferStarted,
+    MetadataElection,
     NodeDown,
     RequestArrived,
     RequestCompleted,
@@ -29,6 +30,7 @@ from kvtui.events import (
     RouteDecided,
 )
 from kvtui.run.checkpoint_budget import CheckpointBudget
+from kvtui.run.control_plane_view import ControlPlaneView
 from kvtui.run.drive import FOLDABLE, Drive
 from kvtui.run.narrate import explain
 from kvtui.run.source import Navigable
@@ -47,6 +49,7 @@ SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
     "completion": (RequestCompleted,),
     "transfer": (KVTransferStarted,),
     "gap": (KVEventsLost,),
+    "election": (MetadataElection,),
 }
 
 def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:
@@ -323,6 +326,9 @@ class Run:
 
     def wal_counters(self) -> dict | None:
         return self.source.wal_counters()
+
+    def control_plane_view(self) -> ControlPlaneView | None:
+        return self.source.control_plane_view()
 
     def crash_control_plane(self) -> Event | None:
         """Crash the control plane; None when the scenario has no store (or it is down already)."""

@@ -26,6 +26,7 @@ from kvtui.events import Event
 from kvtui.views import BlockView, ClusterView, KeyFigures
 
 if TYPE_CHECKING:
+    from kvtui.run.control_plane_view import ControlPlaneView
     from kvtui.run.facts import Facts
     from kvtui.run.journal import Journal
     from kvtui.sim.metrics import Metrics
@@ -102,6 +103,10 @@ class RunSource(ABC):
     @property
     @abstractmethod
     def control_plane_down(self) -> bool: ...
+
+    def control_plane_view(self) -> "ControlPlaneView | None":
+        """A replicated control plane's members and last election; None without one."""
+        return None
 
 
 class Navigable(RunSource):

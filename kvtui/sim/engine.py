@@ -108,11 +108,12 @@ class Simulation:
 
         self.control_plane: ControlPlane | ReplicatedControlPlane | None = None
         meta = scenario.metadata
-        if meta is not None and meta.replication is not None and meta.replication.members > 1:
+        rep = meta.replication if meta is not None else None
+        if meta is not None and rep is not None and rep.members > 1:
             # its own child of the root, spawned after the workload's and the router's: theirs are unchanged
             raft_rng = np.random.default_rng(root.spawn(1)[0])
             fsync_s = plans[0].hardware.fsync_s if plans and plans[0].hardware is not None else FSYNC_S
-            self.control_plane = ReplicatedControlPlane(self.bus, self.router, self.nodes, meta, raft_rng, fsync_s)
+            self.control_plane = ReplicatedControlPlane(self.bus, self.router, self.nodes, meta, rep, raft_rng, fsync_s)
         elif meta is not None:
             self.control_plane = ControlPlane(self.bus, self.router, self.nodes, meta)
 

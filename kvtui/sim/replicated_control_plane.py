@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from kvtui.events import Event, MetadataStaleRead, NodeDown, NodeUp
-from kvtui.scenario.model import Metadata
+from kvtui.scenario.model import Metadata, Replication
 from kvtui.scenario.replication import member_names
 from kvtui.sim.metadata_ops import to_index, to_store
 from kvtui.sim.raft.group import RaftGroup
@@ -54,12 +54,13 @@ class ReplicatedControlPlane:
     NODE_EVENTS = (NodeUp, NodeDown)
 
     def __init__(self, bus: "Bus", router: "Router", nodes: Sequence["Node"], spec: Metadata,
-                 rng: np.random.Generator, fsync_s: float):
+                 rep: Replication, rng: np.random.Generator, fsync_s: float):
+        """`rep` is `spec.replication`, given apart so that it is known not to be None."""
         self.bus = bus
         self.env = bus.env
         self.router = router
         self.spec = spec
-        self.rep = rep = spec.replication
+        self.rep = rep
         self.names = member_names(rep.members)
         self._tmp = None
         root = spec.dir
@@ -220,6 +221,16 @@ class ReplicatedControlPlane:
         self.group.partition(members, duration_s)
 
     # ------------------------------------------------------------------ figures and lifecycle
+    def headline(self) -> str:
+        """The app's header part: who leads which term, how many members are up, and whether the
+        router can read."""
+        members = self.group.members.values()
+        up = sum(m.up for m in members)
+        leader = self.group.leader()
+        who = f"{leader.name} leads term {leader.term}" if leader is not None else \
+            f"no leader, term {max(m.term for m in members)}"
+        return f"metadata {who} ({up}/{len(self.names)} up{'' if not self.down else ', router cannot read'})"
+
     def end_of_step(self) -> None:
         """Members flush as they apply: nothing waits for the end of an instant."""
 

@@ -38,12 +38,12 @@ from kvtui.tui.controls import bindings, help_rows, palette
 from kvtui.run import SEEK_KINDS, Navigable, Run
 from kvtui.tui.controls import DEFAULT_SPEED, SPEEDS
 from kvtui.tui.frame_loop import FPS, FRAME_BUDGET_S, FrameLoop
-from kvtui.tui.reachable import NO_STORE, why_unreachable
+from kvtui.tui.reachable import NO_STORE, NOT_REPLICATED, why_unreachable
 from kvtui.tui.screens.help import HelpScreen
 from kvtui.tui.screens.zoom import ZoomScreen
 from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_VARIABLES, PREFERRED_ORDER, install_themes, load_themes
-from kvtui.tui.panels import PANELS, Frame, narrow_css, views
+from kvtui.tui.panels import Frame, narrow_css, panels_of, views
 from kvtui.tui.widgets.block_map import BlockMap
 from kvtui.tui.widgets.candidates import CandidateTable
 from kvtui.tui.widgets.decision_log import DecisionLog
@@ -112,7 +112,8 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.going_from = 0  # the event it started from (Escape returns there)
         self.speed = DEFAULT_SPEED
         self.behind = False
-        self.view = views()[0][0]
+        self.views = views(self.runner)
+        self.view = self.views[0][0]
         self.selected_node: str | None = self.runner.node_names()[0] if self.runner.node_names() else None
         self.highlight: Event | None = None
         self._last_slow = 0.0
@@ -162,8 +163,8 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
                 yield Explanation(id="why")
                 yield LatencyPanel(self.runner, id="latency-wide")
             with Vertical(id="right"):
-                yield ViewTabs(id="tabs")
-                for panel in PANELS:
+                yield ViewTabs(self.views, id="tabs")
+                for panel in panels_of(self.runner):
                     yield panel.make(self.runner, panel.id)
         yield Footer()
 
@@ -172,7 +173,7 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.decision_log = self.query_one("#decisions", DecisionLog)
         self.event_log = self.query_one("#events", EventLog)
         self.candidates = self.query_one("#candidates", CandidateTable)
-        self.panels = [self.query_one(f"#{p.id}") for p in PANELS]
+        self.panels = [self.query_one(f"#{p.id}") for p in panels_of(self.runner)]
         self.why = self.query_one("#why", Explanation)
         self.latency_panels = [self.query_one("#latency", LatencyPanel), self.query_one("#latency-wide", LatencyPanel)]
         self.tabs = self.query_one("#tabs", ViewTabs)
@@ -223,7 +224,7 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
 
     def _set_view(self, view: str) -> None:
         self.view = view
-        for key, _ in views():
+        for key, _ in self.views:
             self.set_class(key == view, f"-view-{key}")
         if hasattr(self, "tabs"):
             self.tabs.set_active(view)
@@ -697,6 +698,14 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
             self.runner.crash_control_plane()
         self._after_command()
 
+    def action_last_election(self) -> None:
+        """Back to the start of the last election of a replicated control plane (`j` goes forward)."""
+        view = self.runner.control_plane_view()
+        if view is None or view.last_election is None:
+            self.notify(NOT_REPLICATED if view is None else "No election before this event (j: the next one).", title="Election")
+            return
+        self.goto(f"#{view.last_election.seq}")
+
     def action_next_theme(self) -> None:
         names = self.theme_cycle
         i = names.index(self.theme) if self.theme in names else -1
@@ -721,7 +730,7 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
             self.push_screen(HelpScreen(self.HELP_ROWS))
 
     def action_next_view(self) -> None:
-        keys = [k for k, _ in views()]
+        keys = [k for k, _ in self.views]
         self._set_view(keys[(keys.index(self.view) + 1) % len(keys)])
 
     def _unhighlight_logs(self) -> None:

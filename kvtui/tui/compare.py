@@ -5,7 +5,9 @@ Two simulations of one scenario with the same seed and workload, the scenario's 
 `Lockstep`). Each side shows its block maps, key numbers, the Why of its latest decision or
 event and its event log, so you see why one side wins; a line under them states the difference
 live (token hit rate, TTFT p50 and p95, rejections, evictions), shortened to fit one line. The
-lesson "prefix-first melts one node, load-aware spreads it" is one screen.
+lesson "prefix-first melts one node, load-aware spreads it" is one screen. `--vs pattern:B` keeps
+the policy and sets the right side's Raft group to another control-plane pattern
+(kvtui/scenario/patterns.py): a leader kill held on one side, routed stale on the other.
 
 Keys: space play/pause, s step, g go to a time (both sides) or an event number (the left's;
 the right follows to its time), v the next lower panel on both sides, + / - speed, ? help, q quit.
@@ -26,11 +28,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
 from kvtui.scenario.model import Scenario
+from kvtui.scenario.patterns import pattern_of, with_pattern
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
 from kvtui.tui.controls import CONTROLS, DEFAULT_SPEED, NEXT, SPEEDS
 from kvtui.tui.frame_loop import FrameLoop
-from kvtui.tui.panels import PANELS, Frame, views
+from kvtui.tui.panels import Frame, panels_of, views
 from kvtui.tui.toasts import FittedToasts
 from kvtui.tui.themes import DEFAULT_THEME, DEFAULT_VARIABLES, load_themes
 from kvtui.tui.widgets.block_map import BlockMap
@@ -99,6 +102,15 @@ def _shown_percent(rate: float) -> int:
     return int(f"{100 * rate:.0f}")
 
 
+PATTERN = "pattern:"
+"""`--vs pattern:B`: the right side is the same run with its Raft group as another pattern
+(kvtui/scenario/patterns.py), not another policy."""
+
+
+def _titled(label: str) -> str:
+    return label if label.startswith("pattern") else f"policy {label}"
+
+
 class Side(Vertical):
     """One run: its policy, block maps, key numbers, the Why of its latest decision or event,
     and its event log (those two only on screens of TALL rows or more)."""
@@ -112,15 +124,15 @@ class Side(Vertical):
     .-short Side > Explanation, .-short Side > .view { display: none !important; }
     """
 
-    def __init__(self, runner: Run, *, id: str, why_key: str):
+    def __init__(self, runner: Run, *, id: str, why_key: str, label: str):
         super().__init__(id=id)
         self.runner = runner
-        self.border_title = f"policy {runner.policy}"
+        self.border_title = label
         # held, not queried: a key or a resize can tick the side before its children mount
         self.figures = Static("", classes="side-figures", markup=False)
         self.block_map = BlockMap(self.runner)
         self.why = Explanation(cut_hint=f" · cut: {why_key} reads it all")
-        self.panels = [panel.make(runner, panel.id) for panel in PANELS]
+        self.panels = [panel.make(runner, panel.id) for panel in panels_of(runner)]
 
     def compose(self) -> ComposeResult:
         yield self.figures
@@ -186,7 +198,12 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
             self.register_theme(t)
         self.theme = theme or DEFAULT_THEME
         self.left = Run(scenario, seed=seed, policy=policy)
-        self.right = Run(scenario, seed=self.left.seed, policy=vs)
+        if vs.startswith(PATTERN):  # the same policy, the right side's Raft group as another pattern
+            self.right = Run(with_pattern(scenario, vs[len(PATTERN):]), seed=self.left.seed, policy=self.left.policy)
+            self.labels = (f"pattern {pattern_of(scenario) or 'as written'}", f"pattern {vs[len(PATTERN):]}")
+        else:
+            self.right = Run(scenario, seed=self.left.seed, policy=vs)
+            self.labels = (self.left.policy, self.right.policy)
         self.lockstep = Lockstep(self.left.source, self.right.source)
         self.scenario = scenario
         self.fps = fps
@@ -202,8 +219,8 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         yield StatusBar(id="status")
         yield Legend(self.left, id="legend")
         with Horizontal(id="sides"):
-            yield Side(self.left, id="left", why_key="y")
-            yield Side(self.right, id="right", why_key="Y")
+            yield Side(self.left, id="left", why_key="y", label=_titled(self.labels[0]))
+            yield Side(self.right, id="right", why_key="Y", label=_titled(self.labels[1]))
         yield Static("", id="diff", markup=False)
         yield Footer()
 
@@ -236,7 +253,7 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         state = "ended" if self.lockstep.ended else ("playing" if self.playing else "paused")
         self.query_one(StatusBar).show(
             scenario=self.scenario.name,
-            policy=f"{self.left.policy} vs {self.right.policy}",
+            policy=f"{self.labels[0]} vs {self.labels[1]}",
             seed=self.left.seed,
             now=self.lockstep.now,
             seq=self.left.position,
@@ -248,7 +265,7 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
             side.tick()
         a, b = self.left.key_figures(), self.right.key_figures()
         width = self.size.width - 2  # the line's padding
-        self.query_one("#diff", Static).update(difference_text(self.left.policy, a, self.right.policy, b, width))
+        self.query_one("#diff", Static).update(difference_text(self.labels[0], a, self.labels[1], b, width))
 
     def action_toggle_play(self) -> None:
         self.playing = not self.playing and not self.lockstep.ended
@@ -287,7 +304,7 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         self.refresh_panels()
 
     def action_next_view(self) -> None:
-        keys = [k for k, _ in views()]
+        keys = list(dict.fromkeys(k for side in (self.left, self.right) for k, _ in views(side)))
         self.view = keys[(keys.index(self.view) + 1) % len(keys)] if self.view in keys else keys[0]
         for side in self.query(Side):
             side.show_view(self.view)
@@ -348,6 +365,11 @@ def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, polic
     from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
 
     for flag, name in (("--vs", vs), ("--policy", policy)):
-        if name is not None and name not in POLICY_NAMES:
+        if name is not None and name.startswith(PATTERN) and flag == "--vs":
+            try:
+                with_pattern(scenario, name[len(PATTERN):])
+            except ValueError as e:
+                raise InputError.one(flag, None, str(e)) from None
+        elif name is not None and name not in POLICY_NAMES:
             raise InputError.one(flag, None, unknown_policy(name))
     return CompareApp(scenario, vs, seed=seed, policy=policy, theme=theme, fps=fps)

@@ -70,6 +70,8 @@ CONTROLS: tuple[Control, ...] = (
     C("next-completion", "x", "seek('completion')", "completion", "Jump to next completion", "jump to the next request completion", group=NEXT, show=False),
     C("next-transfer", "m", "seek('transfer')", "KV transfer", "Jump to next KV transfer", "jump to the next KV transfer from a prefill node to a decode node", group=NEXT, show=False),
     C("next-gap", "u", "seek('gap')", "lost gap", "Jump to next lost gap", "jump to the next gap of KV events an engine's replay could not fill (live and recorded runs)", group=NEXT, show=False),
+    C("next-election", "j", "seek('election')", "election", "Jump to next metadata election", "jump to the next election in the replicated control plane (J: back to the last one)", group=NEXT, show=False),
+    C("last-election", "J", "last_election", "last election", "Back to the last metadata election", "back to the start of the last election in the replicated control plane", show=False),
     C("cancel-seek", "escape", "cancel_seek", "Cancel jump", "Cancel the jump", "while a jump searches: cancel it and go back to where it began", show=False, priority=True),
     C("next-chapter", "k", "chapter(1)", "chapter", "Next story chapter", "go to the next chapter of the scenario's story (K: previous)", show=False),
     C("prev-chapter", "K", "chapter(-1)", "chapter", "Previous story chapter", "go to the previous chapter of the story", show=False),
@@ -84,7 +86,7 @@ CONTROLS: tuple[Control, ...] = (
     C("life", "i", "life", "Life", "Show a request's life", "the life of the request of the selected decision / event", show=False),
     C("restart", "R", "restart", "Restart", "Restart (same seed)", "restart the run with the same seed", show=False),
     C("policy", "o", "next_policy", "Policy", "Next routing policy", "switch to the next routing policy (restarts the run)", show=False),
-    C("crash", "c", "crash", "Crash CP", "Crash the control plane", "crash the control plane (it recovers from its write-ahead log)", show=False),
+    C("crash", "c", "crash", "Crash CP", "Crash the control plane", "crash the control plane (it recovers from its write-ahead log); a replicated one: kill its leader", show=False),
     C("theme", "t", "next_theme", "Theme", "Next theme", "next theme: kvtui's, then Textual's (its name is shown; the palette lists them all)", show=False),
     C("view", "v", "next_view", "View", "Next view (narrow screens)", "next lower panel on narrow screens", show=False),
     C("help", "question_mark", "help", "Help", "Help", "this help", display="?"),
@@ -105,7 +107,7 @@ def bindings() -> list[Binding]:
     return [c.binding() for c in first + rest if c.keys]
 
 
-MERGED = ("slower", "next-node", "prev-chapter")  # shown on the row of their pair
+MERGED = ("slower", "next-node", "prev-chapter", "last-election")  # shown on the row of their pair
 
 
 def help_rows() -> list[tuple[str, str]]:
@@ -120,6 +122,8 @@ def help_rows() -> list[tuple[str, str]]:
             keys = "[ / ]"
         elif c.id == "next-chapter":
             keys = "k / K"
+        elif c.id == "next-election":
+            keys = "j / J"
         rows.append((keys, c.help))
     return rows + list(EXTRA_HELP)
 

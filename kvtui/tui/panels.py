@@ -20,6 +20,7 @@ from textual.widget import Widget
 from kvtui.events import Event, RouteDecided
 from kvtui.run import Run
 from kvtui.tui.widgets.candidates import CandidateTable
+from kvtui.tui.widgets.control_plane_panel import ControlPlanePanel
 from kvtui.tui.widgets.decision_log import DecisionLog
 from kvtui.tui.widgets.engines import EnginesTable
 from kvtui.tui.widgets.event_log import EventLog
@@ -48,9 +49,18 @@ class Panel:
     make: Callable[[Run, str], Widget]  # (the run, the id) -> the widget (a `Ticks`), of class "view"
     about: str  # what it shows, for the help screen (screens/help.py)
     narrow_style: str = ""  # CSS declarations added when a narrow screen shows this panel alone
+    shown: Callable[[Run], bool] = lambda run: True  # whether a run has it (a tab, a widget) at all
+
+
+def _replicated(run: Run) -> bool:
+    return run.control_plane_view() is not None
 
 
 PANELS: list[Panel] = [
+    Panel("raft", "Raft", lambda run, id: ControlPlanePanel(run, id=id, classes="view"),
+          "a replicated control plane's members (role, term, last index, commit, applied, lag, when each last "
+          "heard a leader) and the last election; j / J jump to the next / last election, c kills the leader.",
+          " height: 1fr;", shown=_replicated),
     Panel("decisions", "Decisions", lambda run, id: DecisionLog(id=id, classes="view"),
           "one line per routing decision: request → node, and the policy's reason. Move onto a line (↑↓, or "
           "click) to see every candidate with its features and score, and the decision explained in words."),
@@ -71,9 +81,14 @@ PANELS: list[Panel] = [
 ]
 
 
-def views() -> list[tuple[str, str]]:
-    """(id, label) of every panel, in order (the tabs and the `v` cycle)."""
-    return [(p.id, p.label) for p in PANELS]
+def panels_of(run: Run) -> list[Panel]:
+    """The rows `run` has, in order (a replicated store's panel only where there is one)."""
+    return [p for p in PANELS if p.shown(run)]
+
+
+def views(run: Run) -> list[tuple[str, str]]:
+    """(id, label) of every panel `run` has, in order (the tabs and the `v` cycle)."""
+    return [(p.id, p.label) for p in panels_of(run)]
 
 
 def narrow_css() -> str:

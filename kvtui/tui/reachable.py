@@ -14,6 +14,9 @@ from kvtui.scenario.policies import PAIRED_POLICIES, POLICIES
 NO_STORE = ("This scenario has no metadata: section: its control plane keeps no log, so it never "
             "crashes or recovers (try scenarios/crash-recovery.yaml).")
 
+NOT_REPLICATED = ("This scenario's control plane is one store, not a Raft group: it holds no elections "
+                  "(metadata.replication.members: 3 makes one; try scenarios/control-plane-patterns.yaml).")
+
 
 # What real engines' events can tell (kvtui/live/translate.py): no rejections, preemptions,
 # failures, control plane or KV transfers reach kvtui from them.
@@ -36,6 +39,8 @@ def why_unreachable(runner, what: str) -> str | None:
             return "No control-plane crash is scripted after now (c crashes it by hand)."
         case "recovery" if not runner.control_plane_down and not _scripted_after(runner, "control_plane_crash"):
             return "The control plane is up and no crash is scripted after now (c crashes it by hand)."
+        case "election" if runner.control_plane_view() is None:
+            return NOT_REPLICATED
         case "failure" if not _scripted_after(runner, "node_down"):
             return "No node failure is scripted after now (d takes the selected node down)."
         case "transfer" if not POLICIES[runner.policy].paired:

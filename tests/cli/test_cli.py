@@ -292,6 +292,15 @@ def test_an_unknown_policy_names_its_flag(argv, flag):
     assert p.returncode == 2 and p.stderr.startswith(f"{flag}: unknown policy 'nope'"), p.stderr
 
 
+@pytest.mark.parametrize("argv, said", [
+    (("serve", "scenarios/pressure.yaml", "--vs", "pattern:B"), "--vs: a pattern needs a scenario whose metadata.replication"),
+    (("serve", "scenarios/control-plane-patterns.yaml", "--vs", "pattern:Z"), "--vs: unknown pattern 'Z' (one of A, B, C)"),
+])
+def test_a_pattern_the_scenario_cannot_take_is_refused_by_its_flag(argv, said):
+    p = kvtui(*argv)
+    assert p.returncode == 2 and p.stderr.startswith(said), p.stderr
+
+
 @pytest.mark.parametrize("argv, flag", [
     (("compare", "scenarios/pressure.yaml", "--policies", ""), "--policies"),
     (("compare", "scenarios/pressure.yaml", "--policies", " , "), "--policies"),
@@ -306,3 +315,14 @@ def test_an_empty_list_is_a_usage_error_naming_its_flag(argv, flag, tmp_path):
     p = kvtui(*(str(out) if a == "OUT" else a for a in argv))
     assert p.returncode == 2 and p.stderr.startswith(f"{flag}: "), p.stderr
     assert "Traceback" not in p.stderr and not out.exists()
+
+
+def test_demo_list_keeps_every_name_apart_from_its_path():
+    """Names and paths in two columns: a fixed 22-column name ran control-plane-patterns (22
+    characters) into its path."""
+    from kvtui.cli.demo import packaged
+
+    p = kvtui("demo", "--list")
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.splitlines()]
+    assert [r[0] for r in rows] == list(packaged()) and all(len(r) == 2 for r in rows)

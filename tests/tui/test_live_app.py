@@ -155,8 +155,6 @@ class Ticks(Static):
 def test_a_panel_added_as_one_row_reaches_every_app(monkeypatch):
     row = panels.Panel("ticks", "Ticks", lambda run, id: Ticks(id=id, classes="view"), "events stepped")
     monkeypatch.setattr(panels, "PANELS", [*panels.PANELS, row])
-    monkeypatch.setattr("kvtui.tui.app.PANELS", panels.PANELS)
-    monkeypatch.setattr("kvtui.tui.compare.PANELS", panels.PANELS)
     scenario = load_scenario("tests/tui/scenario.yaml")
     asyncio.run(_reaches(make_app(scenario, theme="dark", fps=0), "#ticks"))
     asyncio.run(_reaches(_app(made_recording(requests=10)), "#ticks"))
@@ -171,7 +169,7 @@ async def _reaches(app, selector: str) -> None:
         widget = app.query_one(selector, Ticks)
         runner = getattr(app, "runner", None) or app.left
         assert str(widget.render()) == f"stepped {runner.position}" and runner.position > 0
-        assert "Ticks" in [label for _, label in panels.views()]
+        assert "Ticks" in [label for _, label in panels.views(runner)]
         from kvtui.tui.screens.help import panel_rows
 
         assert ("Ticks", "events stepped") in panel_rows()

@@ -7,7 +7,6 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-from kvtui.tui.panels import views
 
 
 class ViewTabs(Widget):
@@ -23,9 +22,10 @@ class ViewTabs(Widget):
             self.view = view
             super().__init__()
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None):
+    def __init__(self, views: list[tuple[str, str]], *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
-        self.active = views()[0][0]
+        self.views = views
+        self.active = views[0][0]
         self._spans: list[tuple[int, int, str]] = []
 
     def set_active(self, view: str) -> None:
@@ -38,7 +38,7 @@ class ViewTabs(Widget):
         inactive = self.get_component_rich_style("viewtabs--inactive")
         text = Text(no_wrap=True, overflow="ellipsis")
         self._spans = []
-        for key, label in views():
+        for key, label in self.views:
             start = len(text)
             mark = "▸" if key == self.active else " "
             text.append(f"{mark}{label} ", active if key == self.active else inactive)

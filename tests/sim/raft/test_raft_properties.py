@@ -53,3 +53,34 @@ def test_the_checks_catch_a_broken_log():
     m2.log.truncate(last - 3)
     m2.log.entries.extend([Entry(m1.log.entry(last - 2).term, 10**9, None)] + list(m1.log.entries[last - 2:]))
     assert any(v.startswith("log matching") for v in violations(h.group))
+
+
+def _settled() -> Harness:
+    h = Harness(1, 3, False, sim_s=2.0)
+    while h.step():
+        pass
+    assert not violations(h.group)
+    return h
+
+
+def test_the_checks_catch_two_leaders_in_one_term():
+    h = _settled()
+    leader = h.group.leader()
+    other = next(m for m in h.group.members.values() if m is not leader)
+    other.role, other.term = "leader", leader.term
+    assert any(v.startswith("election safety") for v in violations(h.group))
+
+
+def test_the_checks_catch_a_leader_missing_a_committed_entry():
+    h = _settled()
+    leader = h.group.leader()
+    leader.term += 1  # as if elected after the commits
+    leader.log.truncate(leader.log.last_index - 2)
+    assert any(v.startswith("leader completeness") for v in violations(h.group))
+
+
+def test_the_checks_catch_members_that_applied_different_entries():
+    h = _settled()
+    ids = h.group.applied_ids["m2"]
+    ids[-1] = (ids[-1][0], 10**9)
+    assert any(v.startswith("state-machine safety") for v in violations(h.group))

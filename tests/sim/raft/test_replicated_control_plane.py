@@ -5,6 +5,7 @@ PreVote, stale serializable reads only from a cut member, determinism, and stepp
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ from raft_support import scenario
 
 from kvtui.events import (
     MetadataCommitted,
+    MetadataElection,
     MetadataHealed,
     MetadataLeaderElected,
+    MetadataMemberDown,
     MetadataPartitioned,
     MetadataStaleRead,
     MetadataStepDown,
@@ -22,7 +25,9 @@ from kvtui.events import (
     RequestArrived,
 )
 from kvtui.run.drive import Drive, digest
+from kvtui.run.journal import Journal
 from kvtui.scenario import load_scenario
+from kvtui.scenario.model import Replication
 from kvtui.sim.engine import Simulation
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,11 +51,22 @@ def _digest(events) -> str:
     return h.hexdigest()
 
 
-def test_one_member_is_todays_store_event_for_event(tmp_path):
-    text = (ROOT / "scenarios" / "crash-recovery.yaml").read_text()
-    (tmp_path / "one.yaml").write_text(text + "  replication: {members: 1}\n")
-    _, plain, _ = run(load_scenario(ROOT / "scenarios" / "crash-recovery.yaml"))
-    _, one, _ = run(load_scenario(tmp_path / "one.yaml"))
+STORES = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml")
+                if "\nmetadata:" in p.read_text() and "replication:" not in p.read_text())
+
+
+def test_the_shipped_stores_are_covered():
+    assert "crash-recovery.yaml" in STORES and "pressure.yaml" in STORES
+
+
+@pytest.mark.parametrize("name", STORES)
+def test_one_member_is_todays_store_event_for_event(name):
+    """Every shipped scenario with a store (a `metadata:` section) gives the same events with
+    `replication: {members: 1}`."""
+    plain_scn = load_scenario(ROOT / "scenarios" / name)
+    one_scn = replace(plain_scn, metadata=replace(plain_scn.metadata, replication=Replication(members=1)))
+    _, plain, _ = run(plain_scn)
+    _, one, _ = run(one_scn)
     assert _digest(plain) == _digest(one)
 
 
@@ -119,25 +135,71 @@ def test_same_seed_same_events_and_the_workload_stream_is_untouched(tmp_path):
     assert arrivals(a)[:20] == arrivals(one)[:20]  # same prompts in the same order (arrival times move with holds)
 
 
-@pytest.mark.skip(reason="hangs on the merged main (both loops, > 120 s; 2026-11-28): step back with a "
-                         "replicated control plane is broken since the merge; issue 34 stays open for it")
-def test_stepping_back_replays_the_group_exactly(tmp_path):
+def _to_the_end(d: Drive) -> None:
+    while d.step() is not None:
+        pass
+
+
+@pytest.mark.parametrize("loop", ["simpy", "kvtui"])
+def test_stepping_back_replays_the_group_exactly(tmp_path, monkeypatch, loop):
+    """Back over the leader kill (event 154 of 498), the election (170) and the old leader's
+    restart (311), from checkpoints and from a fresh run, then forward to the end: the same events
+    and the same members' terms, roles, logs and commits as a run never stepped back. (It once
+    "hung": the test stepped to position 900 of a run that ends at 498, and a step at the end
+    returns None without moving.)"""
+    monkeypatch.setenv("KVTUI_LOOP", loop)
     scn = scenario(tmp_path, "{members: 3}", "  - {at: 2, action: metadata_leader_down, duration_s: 2}\n", duration=6)
     straight = Drive(scn)
-    for _ in range(900):
-        straight.step()
+    _to_the_end(straight)
+    end = straight.position
+    kill = next(e.seq for e in straight.journal.log if isinstance(e, MetadataMemberDown))
     d = Drive(scn, every=100)
-    for _ in range(850):
+    for _ in range(end - 20):
         d.step()
     d.maintain(60.0)
-    for _ in range(300):
+    for _ in range(60):  # one event at a time, from the ladder of near checkpoints
         d.back()
-    while d.position < 900:
-        d.step()
-    assert d.run.last == straight.run.last
+    assert d.position == end - 80
+    d.goto(kill - 5)  # a long jump back, before the kill, then forward over all of it
+    assert d.position == kill - 5 and d.sim.control_plane.group.leader().name == "m1"
+    _to_the_end(d)
+    assert d.position == end and d.run.last == straight.run.last
     assert digest(list(d.journal.log)) == digest(list(straight.journal.log))
     ga, gb = d.sim.control_plane.group, straight.sim.control_plane.group
     assert [(m.term, m.role, m.log.last_index, m.commit) for m in ga.members.values()] == \
            [(m.term, m.role, m.log.last_index, m.commit) for m in gb.members.values()]
     straight.close()
     d.close()
+
+
+def test_the_crash_key_kills_the_leader_and_the_headline_follows(tmp_path):
+    d = Drive(scenario(tmp_path, "{members: 3}", duration=6))
+    for _ in range(200):
+        d.step()
+    assert "metadata m1 leads term 1 (3/3 up)" in d.routing_headline()
+    ev = d.command("crash")
+    assert ev.kind == "member_down" and ev.member == "m1" and ev.was_leader
+    assert "metadata no leader, term 1 (2/3 up, router cannot read)" in d.routing_headline()
+    while not any(isinstance(e, MetadataLeaderElected) for e in d.journal.log) and not d.ended:
+        d.step()
+    # elected, but reads wait until it commits an entry of its own term (Raft paper §8)
+    assert "leads term 2 (2/3 up, router cannot read)" in d.routing_headline()
+    while not isinstance(ev := d.step(), MetadataCommitted):
+        pass
+    assert ev.term == 2 and d.routing_headline().endswith("metadata m2 leads term 2 (2/3 up)")
+    d.close()
+
+
+def test_the_last_election_outlives_the_bounded_event_log():
+    """J goes back to the last election even when later lines (evictions, say) have pushed it out
+    of the journal's bounded log: the journal keeps it apart; a PreVote round is not an election."""
+    journal = Journal(keep_log=2)
+
+    def election(seq: int, pre_vote: bool) -> MetadataElection:
+        return MetadataElection(seq=seq, t=float(seq), member="m2", term=2, pre_vote=pre_vote, timeout_s=1.2,
+                                lo_s=1.0, hi_s=2.0, last_term=1, last_index=40)
+
+    for ev in [election(1, False), election(2, True), election(3, True), election(4, True)]:
+        journal.on_event(ev)
+    assert [e.seq for e in journal.log] == [3, 4]
+    assert journal.last_election is not None and journal.last_election.seq == 1
