@@ -102,7 +102,10 @@ def run_table(doc: dict) -> Group:
     parts: list[RenderableType] = [latency, totals, nodes]
     routing = doc.get("routing") or {}
     if routing:
-        parts.append("routing: " + " · ".join(f"{key} {text}" for key, text in _flat(routing)))
+        rows = _flat({k: v for k, v in routing.items() if k != "available"})
+        parts.append("routing: " + " · ".join(f"{key} {text}" for key, text in rows))
+    if (line := available_line(doc)) is not None:
+        parts.append(line)
     offload = c.get("offload")
     if offload:
         parts.append(
@@ -117,6 +120,20 @@ def run_table(doc: dict) -> Group:
         parts.append("rejections by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
     parts.append(f"wall time {doc['wall_time_s']:.2f} s")
     return Group(*parts)
+
+
+def available_line(doc: dict, label: str = "available vs achieved") -> str | None:
+    """Part of the hit rate the router gave away: the longest prefix any node held at each
+    decision against what the chosen node held (`routing.available`), and how often the index
+    disagreed with the chosen node's pool; None when the run routed no prompt block."""
+    routing = doc.get("routing") or {}
+    a = routing.get("available") or {}
+    if not a.get("prompt_blocks"):
+        return None
+    index = routing.get("index") or {}
+    stale = f" · index stale at {index['stale_decisions']:,}/{index['decisions']:,} decisions" if "decisions" in index else ""
+    return (f"{label}: best node held {_pct(a['available_hit_rate'])} of prompt blocks, the chosen one "
+            f"{_pct(a['chosen_hit_rate'])}: {100 * a['given_away']:.1f} pp given away{stale}")
 
 
 # The compare table's columns: (header, cell from one result document). Two-line headers keep

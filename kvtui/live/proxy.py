@@ -148,7 +148,8 @@ class RouteProxy:
         candidates = tuple((c.node, c.score, routed.promised(c.node), c.eligible) for c in d.candidates)
         req = routed.request
         self.ready.put(Served(engine, self.clock(), req.id, d.reason, candidates, forensics, ttft, e2e,
-                              req.prompt_tokens, completion or req.output_tokens))
+                              req.prompt_tokens, completion or req.output_tokens, req.block_keys,
+                              routed.at, self.router.policy_name, req.session))
 
     def api_of(self, engine: str) -> str:
         """The chosen engine's API (a policy chooses only eligible engines: they have one)."""

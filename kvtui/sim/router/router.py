@@ -43,6 +43,20 @@ from kvtui.sim.router.pair_route import PairRoute
 from kvtui.sim.router.registry import make_policy
 from kvtui.sim.router.state import Decision, NodeState, block_figures
 
+
+def available_report(stats: dict) -> dict:
+    """The result document's `routing.available`: prompt blocks routed (full blocks), the most
+    any node held at each decision and what the chosen one held, summed; the rates over the
+    prompt blocks, and the hit rate given away (available minus chosen, in points of it)."""
+    blocks = stats["prompt_blocks"]
+
+    def rate(n: int) -> float:
+        return round(n / blocks, 6) if blocks else 0.0
+
+    return {"prompt_blocks": blocks, "available_blocks": stats["available_blocks"], "chosen_blocks": stats["chosen_blocks"],
+            "available_hit_rate": rate(stats["available_blocks"]), "chosen_hit_rate": rate(stats["chosen_blocks"]),
+            "given_away": rate(stats["available_blocks"] - stats["chosen_blocks"])}
+
 if TYPE_CHECKING:
     from kvtui.sim.bus import Bus
     from kvtui.sim.node import Node
@@ -96,7 +110,8 @@ class Router:
         self.down = False
         self.reject_while_down = False
         self.held: list[Request] = []
-        self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0}
+        self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0,
+                      "prompt_blocks": 0, "available_blocks": 0, "chosen_blocks": 0}
         self.last_stale, self.last_stale_blocks = "", 0  # the last decision's gap (a replicated store's stale reads)
         self.pairs: PairRoute | None = PairRoute(self) if self.policy.PAIRED else None
 
@@ -287,6 +302,7 @@ class Router:
         said = states[self.position[decision.node]].prefix
         node = self.node_by_name[decision.node]
         holds = node.kv.held_prefix(keys) if node.up else 0
+        self._count_available(keys, holds)
         if said == holds:
             return ""
         self.stats["stale_decisions"] += 1
@@ -298,6 +314,18 @@ class Router:
             self.stats["stale_said_missing"] += 1
             self.last_stale = f"index said {said} blocks on {node.name}, it holds {holds} (not yet reported)"
         return self.last_stale
+
+    def _count_available(self, keys: Sequence[int], holds: int) -> None:
+        """Available against achieved: the longest prefix any up node held at the decision
+        against what the chosen node held (`holds`). Their difference is the hit the router
+        gave away, whatever the reason (a stale index, load, or the policy's own choice)."""
+        best = holds
+        for node in self.nodes:
+            if node.up and best < len(keys):
+                best = max(best, node.kv.held_prefix(keys))
+        self.stats["prompt_blocks"] += len(keys)
+        self.stats["available_blocks"] += best
+        self.stats["chosen_blocks"] += holds
 
     # ------------------------------------------------------------------ control-plane downtime
     def hold(self, reject: bool) -> None:
@@ -338,5 +366,6 @@ class Router:
                 "stale_said_cached": s["stale_said_cached"],
                 "stale_said_missing": s["stale_said_missing"],
             },
+            "available": available_report(s),
             **self.policy.report(),
         }
