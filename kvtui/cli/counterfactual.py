@@ -15,7 +15,7 @@ from kvtui.cli.common import UsageError
 def check(args) -> None:
     """Usage errors of the counterfactual flags (exit 2, naming the flag)."""
     from kvtui.cli.common import check_policy
-    from kvtui.sim.router.registry import policy_class
+    from kvtui.run.counterfactual import refusal
 
     if args.as_policy is None:
         for flag, value in (("--vs", args.vs), ("--calibrated", args.calibrated), ("--scenario", args.scenario),
@@ -24,9 +24,8 @@ def check(args) -> None:
                 raise UsageError(f"kvtui replay: {flag} goes with --as POLICY")
         return
     check_policy(args.as_policy, "--as")
-    if policy_class(args.as_policy).PAIRED:
-        raise UsageError(f"kvtui replay: --as {args.as_policy}: it picks a prefill and a decode node (P/D); "
-                         "the recording's engines each served whole requests")
+    if (why := refusal(args.as_policy)) is not None:
+        raise UsageError(f"kvtui replay: --as {args.as_policy}: {why}")
     if not args.no_ui:
         raise UsageError("kvtui replay: --as shows the replay headless only so far: add --no-ui "
                          "(the split screen in the app is not built yet)")

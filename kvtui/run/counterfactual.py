@@ -23,6 +23,7 @@ from kvtui.percentiles import percentile
 from kvtui.run.headless import run_to_end
 from kvtui.run.recorded_traffic import Traffic, replay_scenario, write_keyed_trace
 from kvtui.scenario.model import Scenario
+from kvtui.sim.router.registry import policy_class
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,15 @@ class Replay:
     @property
     def same_policy(self) -> bool:
         return self.policy == self.traffic.policy
+
+
+def refusal(policy: str) -> str | None:
+    """Why the recording cannot be replayed under `policy`, or None. Unlike route mode, the
+    simulation feeds learning policies (predicted_latency, dynamo) their events, so only P/D
+    policies are refused: the recorded engines each served whole requests."""
+    if policy_class(policy).PAIRED:
+        return "it picks a prefill and a decode node (P/D); the recording's engines each served whole requests"
+    return None
 
 
 def recorded_side(traffic: Traffic) -> Side:
