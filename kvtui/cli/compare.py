@@ -29,15 +29,6 @@ def _print_pools(runs: list[dict], label: str = "policy") -> None:
         print_table(table)
 
 
-def _print_available(runs: list[dict]) -> None:
-    """Per policy, the hit rate it gave away (kvtui/report.py `available_line`)."""
-    from kvtui.report import available_line
-
-    for doc in runs:
-        if (line := available_line(doc, doc.get("label", doc["policy"]))) is not None:
-            print(line)
-
-
 def _parse_sweep(text: str) -> tuple[str, list[str]]:
     key, sep, values = text.partition("=")
     if not sep or not key or not values:
@@ -165,7 +156,6 @@ def main(argv: list[str]) -> int:
             runs.append(doc)
         print_table(compare_table(runs))
         _print_pools(runs)
-        _print_available(runs)
     print_workload_notes(sim)  # the same workload in every run: its notes once
     if args.json:
         write_json(args.json, {"runs": runs})

