@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kvtui.events import RouteDecided
 from kvtui.report import available_line
 from kvtui.run import run_to_end
@@ -19,20 +21,42 @@ from kvtui.sim.engine import Simulation
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 
 
-def test_the_router_sums_the_best_and_the_chosen_prefix_of_every_decision():
-    s = load_scenario(SCENARIOS / "pressure.yaml", ["until_s=40", "metadata=null"])
-    sim = Simulation(s, policy="round_robin")
+def _run(scenario, policy: str, index_is_truth: bool = True):
+    sim = Simulation(scenario, policy=policy)
+    sim.router.index_is_truth = index_is_truth
     decided: list[RouteDecided] = []
     sim.subscribe(decided.append, (RouteDecided,))
     sim.run()
     a = sim.router.report()["available"]
     sim.close()
-    routed = [ev for ev in decided if ev.node is not None]
+    return a, [ev for ev in decided if ev.node is not None]
+
+
+def test_the_router_sums_the_best_and_the_chosen_prefix_of_every_decision():
+    s = load_scenario(SCENARIOS / "pressure.yaml", ["until_s=40", "metadata=null"])
+    a, routed = _run(s, "round_robin", index_is_truth=False)  # every pool asked at every decision
     best = sum(max(c.feature("prefix") for c in ev.candidates) for ev in routed)
     chosen = sum(next(c.feature("prefix") for c in ev.candidates if c.node == ev.node) for ev in routed)
     assert a["prompt_blocks"] == sum(ev.prompt_blocks for ev in routed)
     assert (a["available_blocks"], a["chosen_blocks"]) == (best, chosen)
     assert a["available_blocks"] > a["chosen_blocks"] > 0  # round robin leaves hits on other nodes
+
+
+@pytest.mark.parametrize("name, sets", [("pressure.yaml", ["metadata=null"]), ("offload.yaml", [])])
+def test_the_undelayed_index_answers_as_the_pools_would(name, sets):
+    """The shortcut (the decision's own index match) against asking every pool, CPU tier included."""
+    s = load_scenario(SCENARIOS / name, ["until_s=40", *sets])
+    fast, _ = _run(s, "load_prefix")
+    slow, _ = _run(s, "load_prefix", index_is_truth=False)
+    assert fast == slow and fast["available_blocks"] > 0
+
+
+def test_a_delayed_index_is_not_taken_for_the_pools():
+    s = load_scenario(SCENARIOS / "pressure.yaml", ["until_s=40", "metadata=null", "router.index.delay_ms=2000"])
+    a, routed = _run(s, "load_prefix")
+    said = sum(max(c.feature("prefix") for c in ev.candidates) for ev in routed)
+    assert a["available_blocks"] != said  # the index lags the pools; the figure follows the pools
+    assert a == _run(s, "load_prefix", index_is_truth=False)[0]
 
 
 def test_round_robin_gives_away_what_load_prefix_takes():
