@@ -59,11 +59,11 @@ def read_traffic(path: str) -> Traffic:
     if not served:
         raise InputError.one(path, None, "not a route-mode recording: no request routed in it "
                              "(record one with kvtui live --route POLICY --record DIR)")
-    keyed = [d for d in served if d.routed_at is not None and (d.block_keys or d.prompt_tokens < _bs(deliveries, path))]
+    block = _bs(deliveries, path)
+    keyed = [d for d in served if d.routed_at is not None and len(d.block_keys) >= d.prompt_tokens // block]
     if len(keyed) < len(served):
         raise InputError.one(path, None, f"{len(served) - len(keyed)} of {len(served)} routed requests lack their "
                              "block keys or decision time (recorded by an older kvtui): record again to replay it")
-    block = _bs(deliveries, path)
     keyed.sort(key=lambda d: d.routed_at or 0.0)
     t0 = keyed[0].routed_at or 0.0
     requests = tuple(_request(d, (d.routed_at or t0) - t0) for d in keyed)
@@ -88,7 +88,7 @@ def _bs(deliveries, path: str) -> int:
 
 def _request(d: Served, t: float) -> RecordedRequest:
     f = d.forensics
-    available = max((promised for _, _, promised, eligible in d.candidates if eligible), default=0)
+    available = max((promised for _, _, promised, _ in d.candidates), default=0)  # an ineligible engine still holds its blocks
     return RecordedRequest(t, d.engine, d.prompt_tokens, d.output_tokens, d.block_keys, f.prompt_blocks, f.hit,
                            available, f.promised, d.ttft_s, d.e2e_s)
 

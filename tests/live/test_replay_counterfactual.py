@@ -123,3 +123,17 @@ def test_a_recording_without_routed_requests_is_refused_with_its_path(tmp_path, 
     rec.close()
     assert main(["replay", str(tmp_path / "plain"), "--as", "round_robin", "--no-ui"]) == 2
     assert f"{tmp_path / 'plain'}: not a route-mode recording" in capsys.readouterr().err
+
+
+def test_a_recording_made_before_the_keys_were_kept_is_refused(recording, tmp_path, capsys):
+    from dataclasses import replace
+
+    from kvtui.live.delivery import Served
+    from kvtui.live.recording import read_recording
+
+    old = Recorder(str(tmp_path / "old"))
+    for d in read_recording(recording[0]):
+        old.add(replace(d, block_keys=(), routed_at=None) if isinstance(d, Served) else d)
+    old.close()
+    assert main(["replay", str(tmp_path / "old"), "--as", "round_robin", "--no-ui"]) == 2
+    assert f"{REQUESTS} of {REQUESTS} routed requests lack their block keys" in capsys.readouterr().err
