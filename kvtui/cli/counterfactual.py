@@ -3,8 +3,8 @@ POLICY, printed beside what really happened (kvtui/run/counterfactual.py), with 
 replayed under the policy the recording was routed with, the deltas are kvtui's own error.
 
 The latency model is the base scenario's (`--scenario`, `--set`; default the one `kvtui
-calibrate` starts from) or, with `--calibrated PROFILE.yaml`, the profile `kvtui calibrate DIR
---out PROFILE.yaml` fitted from the same recording.
+calibrate` starts from) or, with `--calibrated FILE`, the profile `kvtui calibrate DIR
+--out FILE` fitted from the same recording.
 """
 
 from __future__ import annotations
