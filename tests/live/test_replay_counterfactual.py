@@ -137,3 +137,14 @@ def test_a_recording_made_before_the_keys_were_kept_is_refused(recording, tmp_pa
     old.close()
     assert main(["replay", str(tmp_path / "old"), "--as", "round_robin", "--no-ui"]) == 2
     assert f"{REQUESTS} of {REQUESTS} routed requests lack their block keys" in capsys.readouterr().err
+
+
+def test_replay_no_ui_says_what_the_router_gave_away(recording, capsys):
+    """Plain `replay --no-ui` (and `live`, the same lines) carries the recorded side's figure."""
+    path, _ = recording
+    rec = replay(read_traffic(path), _base(), "round_robin").recorded
+    assert main(["replay", path, "--no-ui"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("available vs achieved"))
+    assert f"best engine with {100 * rec.available:.1f}%" in line
+    assert f"({100 * (rec.available - rec.chosen):.1f} pp given away), served {100 * rec.hit_rate:.1f}%" in line
+    assert rec.available > rec.chosen  # round robin left hits on the other engine
