@@ -102,7 +102,10 @@ def run_table(doc: dict) -> Group:
     parts: list[RenderableType] = [latency, totals, nodes]
     routing = doc.get("routing") or {}
     if routing:
-        parts.append("routing: " + " · ".join(f"{key} {text}" for key, text in _flat(routing)))
+        rows = _flat({k: v for k, v in routing.items() if k != "available"})
+        parts.append("routing: " + " · ".join(f"{key} {text}" for key, text in rows))
+    if (line := available_line(doc)) is not None:
+        parts.append(line)
     offload = c.get("offload")
     if offload:
         parts.append(
@@ -119,14 +122,34 @@ def run_table(doc: dict) -> Group:
     return Group(*parts)
 
 
+def available_line(doc: dict, label: str = "available vs achieved") -> str | None:
+    """Part of the hit rate the router gave away: the longest prefix any node held at each
+    decision against what the chosen node held (`routing.available`), and how often the index
+    disagreed with the chosen node's pool; None when the run routed no prompt block."""
+    routing = doc.get("routing") or {}
+    a = routing.get("available") or {}
+    if not a.get("prompt_blocks"):
+        return None
+    index = routing.get("index") or {}
+    stale = f" · index stale at {index['stale_decisions']:,}/{index['decisions']:,} decisions" if "decisions" in index else ""
+    return (f"{label}: best node held {_pct(a['available_hit_rate'])} of prompt blocks, the chosen one "
+            f"{_pct(a['chosen_hit_rate'])}: {100 * a['given_away']:.1f} pp given away{stale}")
+
+
 # The compare table's columns: (header, cell from one result document). Two-line headers keep
-# it within 120 columns (what print_table uses when piped) with a policy name of 18 characters.
+# it within 120 columns (what print_table uses when piped) with a policy name of 12 characters;
+# 18 (sglang_cache_aware) make it 126, printed whole (print_table takes the width it needs).
 def _node_spread(d: dict) -> str:
     served = [n["requests_served"] for n in d["nodes"]]
     if not served:
         return "—"
     mean = sum(served) / len(served)
     return f"{max(served)}/{mean:.0f}"
+
+
+def _given_away_cell(d: dict) -> str:
+    a = (d.get("routing") or {}).get("available") or {}
+    return f"{100 * a['given_away']:.1f}" if a.get("prompt_blocks") else "—"
 
 
 def _slo_cell(d: dict) -> str:
@@ -154,6 +177,7 @@ COMPARE_COLUMNS: tuple[tuple[str, object], ...] = (
     ("out\ntok/s", lambda d: f"{d['throughput']['output_tokens_per_s']:.0f}"),
     ("tok\nhit%", lambda d: f"{100 * d['cache']['token_hit_rate']:.1f}"),
     ("req\nhit%", lambda d: f"{100 * d['cache']['request_hit_rate']:.1f}"),
+    ("lost\nhit%", lambda d: _given_away_cell(d)),
     ("req/node\nmax/avg", _node_spread),
     ("SLO\nmet%", _slo_cell),
     ("good\nreq/s", _goodput_cell),
@@ -165,7 +189,8 @@ def compare_table(docs: list[dict], label: str = "policy", title: str | None = N
 
     ok% = completed / (arrived - in flight at the end); TPOT over requests with more than one
     output token; tok hit% (the headline) = prompt tokens from cache, req hit% = requests with
-    any cached block; req/node = the most and the mean requests served per node; SLO met% and
+    any cached block; lost hit% = the hit rate given away, points of prompt blocks some node held
+    and the chosen one did not (`routing.available`); req/node = the most and the mean requests served per node; SLO met% and
     good req/s are over requests with an SLO ("—" when the workload sets none)."""
     first = docs[0]
     return _runs_table(docs, COMPARE_COLUMNS, label, title or f"{first['scenario']} · seed {first['seed']} · latencies in ms")

@@ -1,4 +1,6 @@
-"""`kvtui replay DIR`: a `kvtui live --record` recording, in the app or (`--no-ui`) as figures.
+"""`kvtui replay DIR`: a `kvtui live --record` recording, in the app or (`--no-ui`) as figures;
+with `--as POLICY --no-ui`, its traffic simulated under POLICY beside what happened
+(kvtui/cli/counterfactual.py).
 
 Every recorded delivery goes through the same `ingest` as live, so the headless lines are the
 ones the live session printed, and through the same translation into events
@@ -17,7 +19,12 @@ def main(argv: list[str]) -> int:
 
     from kvtui.live.recording import read_recording_report
 
+    from kvtui.cli import counterfactual
+
     args = _parser().parse_args(argv)
+    counterfactual.check(args)
+    if args.as_policy is not None:
+        return counterfactual.main(args)
     if not args.no_ui:
         _need_terminal()
     reading = read_recording_report(args.recording)
@@ -58,5 +65,12 @@ def _parser() -> Parser:
     p = Parser(prog="kvtui replay", description="Open a live recording in the app, or print its per-engine figures.")
     p.add_argument("recording", metavar="DIR", help="a directory written by `kvtui live --record`")
     p.add_argument("--no-ui", action="store_true", help="headless: print one line per engine")
+    p.add_argument("--as", dest="as_policy", metavar="POLICY",
+                   help="simulate the recorded traffic under POLICY and print it beside what happened (route-mode recordings)")
+    p.add_argument("--vs", action="store_true", help="with --as: the recorded and the simulated side by side (headless: the table)")
+    p.add_argument("--calibrated", metavar="PROFILE.yaml", help="with --as: the latency profile `kvtui calibrate DIR --out` fitted")
+    p.add_argument("--scenario", metavar="S", help="with --as: the base scenario (latency model, hardware); default calibrate's")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="sets", help="with --as: override a key of the base")
+    p.add_argument("--seed", type=int, help="with --as: the simulation's seed (default the base scenario's)")
     p.add_argument("--theme", help="colour theme of the app (themes/, or your own in ~/.config/kvtui/themes/)")
     return p

@@ -74,7 +74,10 @@ class Served:
     e2e_s: float
     prompt_tokens: int = 0  # as the engine tokenised the prompt (recordings before them: 0)
     output_tokens: int = 0  # the answer's usage.completion_tokens, else the request's max_tokens
-    policy: str = ""  # the routing policy that decided (recordings before it: "")
+    block_keys: tuple[int, ...] = ()  # the prompt's full blocks as the router keyed them (counterfactual replay)
+    routed_at: float | None = None  # when the router decided (the proxy's clock); None in older recordings
+    policy: str = ""  # the policy that decided
+    session: str = ""  # the request's session (its `user` field, else its id)
 
 
 Delivery = Watching | Received | Gap | Restarted | Scraped | Served

@@ -34,14 +34,16 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from queue import Empty, Queue
 
+import numpy as np
 
 from kvtui.live import proxy_io as io
 from kvtui.live.delivery import Served
 from kvtui.live.forensics import attribute
-from kvtui.live.keys import request_keys
+from kvtui.live.lora import adapter_root
 from kvtui.live.proxy_io import Refused
 from kvtui.live.routing import LiveRouter, Routed
 from kvtui.sim.request import Request
+from kvtui.sim.workload.hashing import chain_keys
 
 ROUTED_PATHS = ("/v1/completions", "/v1/chat/completions")
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default, until an engine's metrics give its own
@@ -130,8 +132,8 @@ class RouteProxy:
 
     def decide(self, body: dict, tokens: list[int]) -> Routed:
         bs = self.block_size()
-        salt = body.get("cache_salt")
-        keys = tuple(request_keys(tokens, bs, self.adapter(body.get("model")), salt if isinstance(salt, str) and salt else None))
+        root = adapter_root(self.adapter(body.get("model")))
+        keys = tuple(chain_keys(np.asarray(tokens, dtype=np.int64), bs, root))
         rid = self.next_id()
         request = Request(rid, str(body.get("user") or rid)[:200], "", 0, len(tokens), io.max_tokens(body), keys)
         with self.session.lock:
@@ -146,7 +148,8 @@ class RouteProxy:
         candidates = tuple((c.node, c.score, routed.promised(c.node), c.eligible) for c in d.candidates)
         req = routed.request
         self.ready.put(Served(engine, self.clock(), req.id, d.reason, candidates, forensics, ttft, e2e,
-                              req.prompt_tokens, completion or req.output_tokens, self.router.policy_name))
+                              req.prompt_tokens, completion or req.output_tokens, req.block_keys,
+                              routed.at, self.router.policy_name, req.session))
 
     def api_of(self, engine: str) -> str:
         """The chosen engine's API (a policy chooses only eligible engines: they have one)."""

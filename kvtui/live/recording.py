@@ -84,7 +84,8 @@ def _served(fields: dict) -> Served:
     try:
         f = fields["forensics"]
         forensics = Forensics(**{**f, "causes": tuple(map(tuple, f["causes"])), "evicted_in": tuple(f["evicted_in"])})
-        return Served(**{**fields, "candidates": tuple(map(tuple, fields["candidates"])), "forensics": forensics})
+        return Served(**{**fields, "candidates": tuple(map(tuple, fields["candidates"])), "forensics": forensics,
+                         "block_keys": tuple(fields.get("block_keys", ()))})
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"not a served request: {e}") from None
 

@@ -51,6 +51,7 @@ class Routed:
     request: Request
     decision: Decision
     states: tuple[NodeState, ...]
+    at: float | None = None  # the clock when it was decided
 
     def promised(self, engine: str) -> int:
         """Prompt blocks the index said `engine` held, from the first."""
@@ -73,7 +74,7 @@ class LiveRouter:
         if decision.node is not None:
             self.sessions[request.session] = decision.node
             self.policy.routed(request, decision.node, states)
-        return Routed(request, decision, states)
+        return Routed(request, decision, states, now)
 
     def _snapshot(self, state: LiveState, engine: Engine, keys: Sequence[int]) -> NodeState:
         match = state.kv_index.match(keys).get(engine.name)

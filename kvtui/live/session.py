@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import zmq
 
+from kvtui.live.available import available_line
 from kvtui.live.delivery import Delivery, Watching, ingest
 from kvtui.live.engines import Engine
 from kvtui.live.forensics import summary as forensics_summary
@@ -98,4 +99,9 @@ def summary_lines(state: LiveState) -> list[str]:
     """One line per engine, in the order they were named: the figures `live` and `replay` print;
     then, when route mode served requests, the miss forensics table."""
     lines = [counts.line(name) for name, counts in state.counts.items()]
-    return lines + (forensics_summary([s.forensics for s in state.served]) if state.served else [])
+    return lines + (forensics_summary([s.forensics for s in state.served]) + _available(state) if state.served else [])
+
+
+def _available(state: LiveState) -> list[str]:
+    line = available_line(state.served)
+    return [] if line is None else [line]

@@ -4,7 +4,10 @@ Schema version 5 added `control_plane`: null without a metadata store, else
 {"replication": null for one store, or the Raft group's figures (members, elections, terms,
 time_without_leader_s, commit_latency_ms {p50, p99}, kv_events_held / _lost, requests_delayed,
 stale_reads, stale_read_prefix_tokens, committed_entries_lost, applied_digests_equal, ...)}
-(kvtui/sim/raft/report.py, docs/results.md). `wal` then sums the members' stores.
+(kvtui/sim/raft/report.py, docs/results.md). `wal` then sums the members' stores. Added within
+version 5, a key more that readers of version 5 can ignore: `routing.available` (available
+against achieved: the longest prefix any node held at each decision against the chosen node's,
+kvtui/sim/router/router.py `available_report`).
 Schema version 4 (this file) added `disaggregation`: per-pool utilisation and work, the KV
 transfers (count, blocks, bytes, time on the wire, queueing, prefill-to-decode handoff) and
 how requests were split, for a run where a node has a prefill/decode role or the policy is a

@@ -54,6 +54,11 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
         hash_block=64, group=None, ticks_per_s=1.0, bucketed=False,
         content=re.compile(rb'\A\s*\{(?=[\s\S]*"requests"\s*:)'),
     ),
+    "keyed": TraceFormat(
+        "kvtui.sim.workload.keyed:KeyedReader", False, (), "JSONL with one key per KV block (a route-mode recording's requests)",
+        hash_block=0, group=None, ticks_per_s=1.0, bucketed=False,  # 0: each line states its block size
+        content=re.compile(rb'\A\s*\{(?=[^\n]*"block_size")(?=[^\n]*"keys")'),
+    ),
 }
 
 TRACE_FORMAT_NAMES: tuple[str, ...] = tuple(TRACE_FORMATS)

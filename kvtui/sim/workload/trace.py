@@ -105,11 +105,11 @@ class TraceWorkload:
     # -- the validating pass -----------------------------------------------------------------
     def _scan_lines(self) -> None:
         reader = line_reader(self.trace)
-        self.hash_block = reader.hash_block
         stamps = []
         for rec in selected(reader.records(), self.trace.start_s, self.trace.limit):
             stamps.append(rec.t)
             self.shape.add(rec)
+        self.hash_block = reader.hash_block  # after the scan: a keyed trace states its own
         self.skipped = reader.skipped
         if not stamps:
             raise InputError.one(self.trace.path, None, f"no requests at or after start_s={self.trace.start_s:g}")
