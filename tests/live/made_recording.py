@@ -114,7 +114,7 @@ def made_routed_recording(requests: int = 60, blocks: int = 40, seed: int = 5, p
         ttft = 0.02 + 0.004 * f.missed
         candidates = tuple((c.node, c.score, routed.promised(c.node), c.eligible) for c in routed.decision.candidates)
         deliver(Served(engine, at + 0.1, f"r{k}", routed.decision.reason, candidates, f, ttft, ttft + 0.01 * 8,
-                       len(tokens), 8, policy))
+                       len(tokens), 8, keys, at, policy, f"s{k % 7}"))
     return out
 
 
