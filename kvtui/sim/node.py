@@ -72,6 +72,16 @@ if TYPE_CHECKING:
 
 _EPS = 1e-12
 
+RULES = frozenset({"whole_sequence_fits", "cached_when_allocated", "freed_in_scheduling_order", "exact_segments"})
+"""vLLM's scheduling rules this node follows where it once did otherwise (issue 31), by name:
+1. a waiting request is admitted only if its whole sequence fits (else: its first chunk);
+2. the blocks a step fills are cached when allocated (else: when the step ends);
+3. requests finishing in a step are freed in scheduling order (else: prefill-finished first);
+4. a decode segment takes and caches its blocks iteration by iteration at commit (else: all of
+   them when planned, cached when it ends).
+`Node.rules` holds them all. Only benchmarks/scheduler_attribution.py (and its tests) takes one
+out, to measure which shipped figure it moves: never a scenario's knob."""
+
 
 class _Plan:
     """What one segment runs: prefill chunks (only when k == 1) and decoding requests. A plain
@@ -136,6 +146,7 @@ class Node:
         # Multi-iteration decode segments (see the module docstring): a speed shortcut, exact
         # (tests/differential/test_vllm_scheduler.py runs the node with and without them).
         self.segments = True
+        self.rules = RULES  # see RULES: every rule on, except to measure what one moves
         self.process = self.env.process(self._loop())
 
     # ------------------------------------------------------------------ views
@@ -259,7 +270,7 @@ class Node:
             return
         start, durations = self._segment
         started, _ = _iterations_done(durations, self.env.now - start)
-        if started > self._segment_worked:
+        if started > self._segment_worked and "exact_segments" in self.rules:
             self._segment_blocks(plan.decode, self._segment_worked, started)
             self._segment_worked = started
         self._kick()
@@ -373,6 +384,7 @@ class Node:
         preempted = False
         running = self.running
         bs = self.block_size
+        cache_now = "cached_when_allocated" in self.rules
 
         # 1. running requests, oldest first
         i = 0
@@ -397,7 +409,7 @@ class Node:
                     break  # it was the newest left: nobody after it remains to schedule
                 kv.grow(req, need)
             full = (req.computed + n) // bs
-            if full > req.computed // bs:
+            if cache_now and full > req.computed // bs:
                 kv.cache(req, req.computed // bs, full)  # cached as allocated: see `_admit_from_queue`
             budget -= n
             if in_prefill:
@@ -451,9 +463,10 @@ class Node:
         # The whole sequence must fit, not only this chunk (vLLM's `scheduler_reserve_full_isl`,
         # on by default: `allocate_slots(..., full_sequence_must_fit=True)`); the chunk's
         # blocks are what is allocated.
-        if not kv.fits(hit, kv.need(req, hit, target - hit.tokens)):
-            return None
         need = kv.need(req, hit, n)
+        whole = kv.need(req, hit, target - hit.tokens) if "whole_sequence_fits" in self.rules else need
+        if not kv.fits(hit, whole):
+            return None
         self.waiting.popleft()
         load_s = kv.admit(req, hit, need)
         plan.load_s += load_s
@@ -461,7 +474,7 @@ class Node:
         req.computed = hit.tokens
         # The blocks this chunk fills are cached now, as `allocate_slots` ends with
         # `cache_blocks`: a request admitted after it in this same step hits them.
-        if (hit.tokens + n) // self.block_size > hit.tokens // self.block_size:
+        if "cached_when_allocated" in self.rules and (hit.tokens + n) // self.block_size > hit.tokens // self.block_size:
             kv.cache(req, hit.tokens // self.block_size, (hit.tokens + n) // self.block_size)
         resumed = req.first_token_at is not None or req.preemptions > 0
         if not resumed:
@@ -514,6 +527,11 @@ class Node:
                     extra += more
             if extra > self.kv.free_count:
                 k = 1
+            elif extra and "exact_segments" not in self.rules:
+                for req in plan.decode:  # the approximation issue 31 replaced: every block now
+                    more = self.kv.grow_need(req, req.computed + k)
+                    if more > 0:
+                        self.kv.grow(req, more)
         seqs = len(plan.decode)
         context = sum(r.computed for r in plan.decode)
         plan.durations = lat.decode_run(k, seqs, context)
@@ -525,13 +543,14 @@ class Node:
         caching the block its token fills (`cache_blocks`). A segment is at most `block_size`
         iterations, so a request does each at most once in it."""
         bs = self.block_size
+        cache_now = "cached_when_allocated" in self.rules  # else `_commit` caches them
         work: list[tuple[int, int, int]] = []  # (iteration, request's index, 0 allocate / 1 cache)
         for idx, req in enumerate(decode):
             starts = -req.computed % bs or bs  # the first iteration >= 1 whose token starts a block
             if lo <= starts < done:
                 work.append((starts, idx, 0))
             fills = -(req.computed + 1) % bs or bs  # the first iteration >= 1 whose token fills one
-            if lo <= fills < done:
+            if cache_now and lo <= fills < done:
                 work.append((fills, idx, 1))
         if not work:
             return
@@ -572,12 +591,17 @@ class Node:
         ones): which finished request's blocks come first in the free queue decides which
         cached prefix is evicted first."""
         kv = self.kv
+        bs = self.block_size
+        rules = self.rules
+        cache_late = "cached_when_allocated" not in rules  # an attribution run (see RULES)
         now = self.env.now
         late = self.latency.output_lag_steps * duration / done if done else 0.0  # when the client sees it
         ending: set[Request] = set()
         handed: list[Request] = []
         prefill_tokens = 0
         for req, n in plan.prefill:
+            if cache_late and (req.computed + n) // bs > req.computed // bs:
+                kv.cache(req, req.computed // bs, (req.computed + n) // bs)
             req.computed += n
             prefill_tokens += n
             if req.computed >= req.target:
@@ -590,16 +614,24 @@ class Node:
                     self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now + late - req.arrival)
                 if req.generated >= req.output_tokens:
                     ending.add(req)
-        if done > self._segment_worked:
+        exact = "exact_segments" in rules
+        if exact and done > self._segment_worked:
             self._segment_blocks(plan.decode, self._segment_worked, done)
         self._segment_plan = None
         self._segment_worked = 1
         for req in plan.decode:
+            if cache_late or not exact:  # an attribution run: what is not cached yet, now
+                lo, hi = (req.computed + (0 if cache_late else 1)) // bs, (req.computed + done) // bs
+                if hi > lo:
+                    kv.cache(req, lo, hi)
             req.computed += done
             req.generated += done
             if req.generated >= req.output_tokens:
                 ending.add(req)
-        finished = [r for r in plan.order if r in ending] if ending else []
+        if "freed_in_scheduling_order" in rules:
+            finished = [r for r in plan.order if r in ending] if ending else []
+        else:  # an attribution run: those that finished a prefill first
+            finished = [r for r, _ in plan.prefill if r in ending] + [r for r in plan.decode if r in ending]
         used = self.pool.used_count
         if used > self.peak_used:
             self.peak_used = used
