@@ -7,7 +7,8 @@ request is admitted only if its whole sequence fits (rule 1), blocks are cached 
 (rule 2), requests finishing in one step are freed in scheduling order (rule 3), and a decode
 segment takes and caches its blocks iteration by iteration (exact segments). The change moved
 many shipped figures at once; this says which rule moved which. Every scenario runs with every
-rule (the shipped engine), with all of them taken out (the scheduler before issue 31), and with
+rule (the shipped engine), with all of them taken out (the scheduling before issue 31; KV
+events are published at step end in every run: that fix is not one of these rules), and with
 each taken out alone (`Node.rules`: an attribution switch, never a scenario's knob).
 
 Printed (markdown, for docs/model.md): one row per figure that moves by more than 1 % (the
