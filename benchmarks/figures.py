@@ -39,17 +39,26 @@ def scenario_paths() -> list[Path]:
 
 def figures(path: Path, policy: str | None = None) -> dict:
     """Run one scenario to its end (routed by `policy`, or its own); its key figures and event digest."""
-    h = hashlib.sha256()
-    count = 0
-
-    def feed(ev):
-        nonlocal count
-        count += 1
-        h.update(repr(ev).encode())
-
+    digest = Digest()
     t0 = time.perf_counter()
-    sim = run_to_end(load_scenario(path), policy=policy, on_event=feed).simulation
-    wall = time.perf_counter() - t0
+    sim = run_to_end(load_scenario(path), policy=policy, on_event=digest.feed).simulation
+    return figures_of(sim, digest, time.perf_counter() - t0)
+
+
+class Digest:
+    """The SHA-256 of an event stream, and its length: fed every event of a run."""
+
+    def __init__(self) -> None:
+        self.hash = hashlib.sha256()
+        self.count = 0
+
+    def feed(self, ev) -> None:
+        self.count += 1
+        self.hash.update(repr(ev).encode())
+
+
+def figures_of(sim, digest: Digest, wall: float) -> dict:
+    """The key figures of a simulation that has run to its end, with its events' digest."""
     m = sim.metrics
     lat = m.latency_ms()
     return {
@@ -65,8 +74,8 @@ def figures(path: Path, policy: str | None = None) -> dict:
         "itl_p50": lat["itl"]["p50"],
         "itl_p95": lat["itl"]["p95"],
         "sim_time_s": round(sim.now, 6),
-        "events": count,
-        "digest": h.hexdigest(),
+        "events": digest.count,
+        "digest": digest.hash.hexdigest(),
         "wall_s": round(wall, 3),
     }
 

@@ -183,6 +183,8 @@ class Simulation:
     def _scripted(self, ev: ScriptedEvent):
         if ev.at > self.env.now:
             yield self.env.timeout(ev.at - self.env.now)
+        for node in self.nodes:
+            node.settle()  # a fault finds each node (and the store its KV events feed) as single steps leave it
         if ev.action == "node_down":  # the loader rejects a node_down / node_up without a node
             self.node_down(cast(str, ev.node), ev.in_flight)
         elif ev.action == "node_up":

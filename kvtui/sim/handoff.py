@@ -111,6 +111,7 @@ class Handoffs:
 
     def _wait(self, h: _Handoff) -> None:
         dst = h.dst
+        dst.settle()  # mid-segment, the blocks its iterations begun by now have taken
         reason = (f"{dst.name} has no room: {dst.kv.free_count} blocks free, "
                   f"{len(dst.running)} running + {dst.inbound} arriving of max_num_seqs {dst.max_num_seqs}")
         if self.reject_when_full:

@@ -34,8 +34,18 @@ iterations at once, ending at the first completion. It runs only when the pool h
 it will need (else one iteration runs, as vLLM would then preempt), and it takes and caches
 them iteration by iteration when it is committed, as single steps would: a segment is exact,
 not an approximation (the differential runs with segments on and off). A new arrival cuts a
-segment short at the end of the iteration in progress. The KV events of a segment's later
-iterations are published when it is committed.
+segment short at the end of the iteration in progress.
+
+KV events reach the bus (and the router's index) when the step that made them ends, as vLLM
+publishes them: the pool's events of a step (its allocations' evictions, the blocks it caches)
+wait in the KV cache manager until `update_from_output` ends with `take_events()` and
+`kv_event_publisher.publish(KVEventBatch(...))` (vllm/v1/core/sched/scheduler.py, vLLM 0.33.0),
+after the model ran and before the step's outputs go back to the client. So a request routed
+while a step runs does not see the blocks that step is filling. A segment publishes its first
+iteration's events when that iteration ends and its later iterations' when it is committed
+or when something reads the node mid-segment (`settle`: the router's snapshot, a transfer), so
+a reader finds the pool and the index as single steps would have left them. Events made while
+the node is idle (a transfer's reservation) are published at once.
 
 Admission control (the seed's GPU-aware admission): a request that can never fit this node's
 unpinned capacity is rejected with the numbers; `max_active` (running + waiting) and
@@ -71,6 +81,16 @@ if TYPE_CHECKING:
     from kvtui.sim.bus import Bus
 
 _EPS = 1e-12
+
+RULES = frozenset({"whole_sequence_fits", "cached_when_allocated", "freed_in_scheduling_order", "exact_segments"})
+"""vLLM's scheduling rules this node follows where it once did otherwise (issue 31), by name:
+1. a waiting request is admitted only if its whole sequence fits (else: its first chunk);
+2. the blocks a step fills are cached when allocated (else: when the step ends);
+3. requests finishing in a step are freed in scheduling order (else: prefill-finished first);
+4. a decode segment takes and caches its blocks iteration by iteration at commit (else: all of
+   them when planned, cached when it ends).
+`Node.rules` holds them all. Only benchmarks/scheduler_attribution.py (and its tests) takes one
+out, to measure which shipped figure it moves: never a scenario's knob."""
 
 
 class _Plan:
@@ -125,6 +145,8 @@ class Node:
         self._segment_plan: _Plan | None = None  # the multi-iteration segment running, if one is
         self._segment_worked = 1  # its iterations whose block work is done (iteration 0's at planning)
         self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
+        self._held: list[tuple] | None = None  # KV events of the step in progress (None: no step runs)
+        self._steps = 0  # steps planned: a flush timer of a step that was lost to a failure knows it
         # prefill/decode disaggregation (kvtui/sim/handoff.py): who takes a request this node
         # prefilled for another, requests on their way here, and a count of lives (a failure
         # ends one, and with it every block id handed out before)
@@ -136,6 +158,7 @@ class Node:
         # Multi-iteration decode segments (see the module docstring): a speed shortcut, exact
         # (tests/differential/test_vllm_scheduler.py runs the node with and without them).
         self.segments = True
+        self.rules = RULES  # see RULES: every rule on, except to measure what one moves
         self.process = self.env.process(self._loop())
 
     # ------------------------------------------------------------------ views
@@ -182,6 +205,12 @@ class Node:
             if end > elapsed + _EPS:
                 return end - elapsed
         return 0.0
+
+    @property
+    def unpublished(self) -> list[tuple]:
+        """The KV events of the step in progress, not yet published (see the module docstring):
+        (event class, its fields after seq and t), in order. The pool already reflects them."""
+        return list(self._held or ())
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
@@ -236,9 +265,9 @@ class Node:
         the rest of its prompt, which the transfer will fill. Returns (blocks already here,
         seconds to load those of them in the CPU tier), or None when it does not fit now (a
         free batch slot and the blocks, counting those promised to transfers under way)."""
+        self.settle()
         if len(self.running) + self.inbound >= self.max_num_seqs:
             return None
-        self._catch_up_segment()
         kv = self.kv
         hit = kv.computed(req, req.prompt_tokens)
         need = kv.need(req, hit, req.prompt_tokens - hit.tokens)
@@ -246,28 +275,39 @@ class Node:
             return None
         load_s = kv.admit(req, hit, need)
         self.inbound += 1
+        if self._segment_plan is not None:
+            self._kick()  # the segment's next iterations are planned with the reservation in the pool
         return len(hit.gpu) + hit.loaded, load_s
 
-    def _catch_up_segment(self) -> None:
-        """A reservation in the middle of a decode segment (a transfer from a prefill node) must
-        find the pool as single steps would have left it: the iterations started by now have
-        allocated and cached their blocks. Do that block work now, and cut the segment at the end
-        of the iteration in progress, so that the next iterations are planned with the
-        reservation in the pool (as an arrival cuts a segment)."""
+    def settle(self) -> None:
+        """Whoever reads this node in the middle of a decode segment (the router's snapshot, a
+        transfer's reservation or its waiting reason) must find it as single steps would have
+        left it by now: the iterations started have allocated and cached their blocks, and the
+        KV events of those that ended are published. Do that work now; the segment runs on
+        (only a reservation, which takes blocks it counted on, cuts it)."""
         plan = self._segment_plan
         if plan is None:
             return
         start, durations = self._segment
-        started, _ = _iterations_done(durations, self.env.now - start)
-        if started > self._segment_worked:
-            self._segment_blocks(plan.decode, self._segment_worked, started)
-            self._segment_worked = started
-        self._kick()
+        elapsed = self.env.now - start
+        started, end = _iterations_done(durations, elapsed)
+        ended = started - 1 if end - elapsed > _EPS else started
+        if ended >= 1:
+            self._segment_work(plan, ended)
+            self._publish_held()
+        self._segment_work(plan, started)
+
+    def _segment_work(self, plan: _Plan, upto: int) -> None:
+        """The block work of the segment's iterations up to `upto` (exclusive) not done yet."""
+        if upto > self._segment_worked and "exact_segments" in self.rules:
+            self._segment_blocks(plan.decode, self._segment_worked, upto)
+            self._segment_worked = upto
 
     def accept(self, req: Request, ready: int) -> None:
         """The transfer landed: register the blocks it wrote and run the request, its last prompt
         token still to compute (vLLM's scheduler does that for a fully received prompt, to get
         the logits of the first output token)."""
+        self.settle()  # its blocks are registered after what the segment's iterations begun by now did
         self.inbound -= 1
         last = (req.prompt_tokens - 1) // self.block_size
         if last > ready:
@@ -280,6 +320,7 @@ class Node:
 
     def drop_blocks(self, blocks: list[int]) -> None:
         """Free a prefilled request's blocks once its decode node has read them (they stay cached)."""
+        self.settle()  # in the free queue after what the segment's iterations begun by now freed
         self.kv.pool.free(blocks)
 
     def _kick(self) -> None:
@@ -303,6 +344,7 @@ class Node:
         self.up = False
         self.lives += 1
         self.outbound = self.inbound = 0
+        self._held = None  # the step's events die with it, unpublished, as in a crashed engine
         self.kv.reset()
         self.bus.emit(NodeCacheCleared, node=self.name, keys=lost)
         if self._busy:
@@ -318,10 +360,29 @@ class Node:
 
     # ------------------------------------------------------------------ KV events
     def _stored(self, request: str, group: str, keys: tuple[int, ...], parent: int | None, first: int, medium: str) -> None:
-        self.bus.publish(BlocksStored, self.name, request, group, keys, parent, first, medium)
+        if self._held is not None:
+            self._held.append((BlocksStored, (self.name, request, group, keys, parent, first, medium)))
+        else:
+            self.bus.publish(BlocksStored, self.name, request, group, keys, parent, first, medium)
 
     def _evicted(self, keys: tuple[int, ...], groups: tuple[str, ...], for_request: str, medium: str) -> None:
-        self.bus.publish(BlocksEvicted, self.name, keys, groups, for_request, medium)
+        if self._held is not None:
+            self._held.append((BlocksEvicted, (self.name, keys, groups, for_request, medium)))
+        else:
+            self.bus.publish(BlocksEvicted, self.name, keys, groups, for_request, medium)
+
+    def _publish_held(self) -> None:
+        """The step's KV events, in the order the pool made them (see the module docstring)."""
+        held = self._held
+        if held:
+            self._held = []
+            publish = self.bus.publish
+            for cls, fields in held:
+                publish(cls, *fields)
+
+    def _first_iteration_ended(self, step: int) -> None:
+        if step == self._steps and self._held is not None:
+            self._publish_held()
 
     # ------------------------------------------------------------------ the loop
     def _loop(self):
@@ -338,6 +399,8 @@ class Node:
                     continue
                 plan = self._plan()
                 if plan is None:
+                    self._publish_held()
+                    self._held = None
                     continue
                 durations = plan.durations
                 total = sum(durations)
@@ -345,6 +408,8 @@ class Node:
                 self._busy = True
                 self._segment = (start, durations)
                 if len(durations) > 1:
+                    if self._held:
+                        env.call_later(durations[0], lambda _t, step=self._steps: self._first_iteration_ended(step))
                     self._segment_plan = plan
                     self._wake = env.event()
                     yield env.timeout(total) | self._wake
@@ -368,11 +433,14 @@ class Node:
     def _plan(self) -> _Plan | None:
         """Decide the next segment, allocating (and evicting, preempting) as vLLM would."""
         kv = self.kv
+        self._held = []
+        self._steps += 1
         budget = self.spec.max_num_batched_tokens
         plan = _Plan()
         preempted = False
         running = self.running
         bs = self.block_size
+        cache_now = "cached_when_allocated" in self.rules
 
         # 1. running requests, oldest first
         i = 0
@@ -397,7 +465,7 @@ class Node:
                     break  # it was the newest left: nobody after it remains to schedule
                 kv.grow(req, need)
             full = (req.computed + n) // bs
-            if full > req.computed // bs:
+            if cache_now and full > req.computed // bs:
                 kv.cache(req, req.computed // bs, full)  # cached as allocated: see `_admit_from_queue`
             budget -= n
             if in_prefill:
@@ -451,9 +519,10 @@ class Node:
         # The whole sequence must fit, not only this chunk (vLLM's `scheduler_reserve_full_isl`,
         # on by default: `allocate_slots(..., full_sequence_must_fit=True)`); the chunk's
         # blocks are what is allocated.
-        if not kv.fits(hit, kv.need(req, hit, target - hit.tokens)):
-            return None
         need = kv.need(req, hit, n)
+        whole = kv.need(req, hit, target - hit.tokens) if "whole_sequence_fits" in self.rules else need
+        if not kv.fits(hit, whole):
+            return None
         self.waiting.popleft()
         load_s = kv.admit(req, hit, need)
         plan.load_s += load_s
@@ -461,7 +530,7 @@ class Node:
         req.computed = hit.tokens
         # The blocks this chunk fills are cached now, as `allocate_slots` ends with
         # `cache_blocks`: a request admitted after it in this same step hits them.
-        if (hit.tokens + n) // self.block_size > hit.tokens // self.block_size:
+        if "cached_when_allocated" in self.rules and (hit.tokens + n) // self.block_size > hit.tokens // self.block_size:
             kv.cache(req, hit.tokens // self.block_size, (hit.tokens + n) // self.block_size)
         resumed = req.first_token_at is not None or req.preemptions > 0
         if not resumed:
@@ -514,24 +583,30 @@ class Node:
                     extra += more
             if extra > self.kv.free_count:
                 k = 1
+            elif extra and "exact_segments" not in self.rules:
+                for req in plan.decode:  # the approximation issue 31 replaced: every block now
+                    more = self.kv.grow_need(req, req.computed + k)
+                    if more > 0:
+                        self.kv.grow(req, more)
         seqs = len(plan.decode)
         context = sum(r.computed for r in plan.decode)
         plan.durations = lat.decode_run(k, seqs, context)
 
     def _segment_blocks(self, decode: list[Request], lo: int, done: int) -> None:
         """The block work of a segment's iterations lo..done-1 (iteration 0's was done when it
-        was planned; a reservation mid-segment may have done some: `_catch_up_segment`), in vLLM's order: iteration by iteration, and within one the requests in
+        was planned; a reader mid-segment may have done some: `settle`), in vLLM's order: iteration by iteration, and within one the requests in
         scheduling order, each allocating the block its token starts (`allocate_slots`) and
         caching the block its token fills (`cache_blocks`). A segment is at most `block_size`
         iterations, so a request does each at most once in it."""
         bs = self.block_size
+        cache_now = "cached_when_allocated" in self.rules  # else `_commit` caches them
         work: list[tuple[int, int, int]] = []  # (iteration, request's index, 0 allocate / 1 cache)
         for idx, req in enumerate(decode):
             starts = -req.computed % bs or bs  # the first iteration >= 1 whose token starts a block
             if lo <= starts < done:
                 work.append((starts, idx, 0))
             fills = -(req.computed + 1) % bs or bs  # the first iteration >= 1 whose token fills one
-            if lo <= fills < done:
+            if cache_now and lo <= fills < done:
                 work.append((fills, idx, 1))
         if not work:
             return
@@ -572,12 +647,17 @@ class Node:
         ones): which finished request's blocks come first in the free queue decides which
         cached prefix is evicted first."""
         kv = self.kv
+        bs = self.block_size
+        rules = self.rules
+        cache_late = "cached_when_allocated" not in rules  # an attribution run (see RULES)
         now = self.env.now
         late = self.latency.output_lag_steps * duration / done if done else 0.0  # when the client sees it
         ending: set[Request] = set()
         handed: list[Request] = []
         prefill_tokens = 0
         for req, n in plan.prefill:
+            if cache_late and (req.computed + n) // bs > req.computed // bs:
+                kv.cache(req, req.computed // bs, (req.computed + n) // bs)
             req.computed += n
             prefill_tokens += n
             if req.computed >= req.target:
@@ -590,16 +670,25 @@ class Node:
                     self.bus.emit(FirstToken, request=req.id, node=self.name, ttft=now + late - req.arrival)
                 if req.generated >= req.output_tokens:
                     ending.add(req)
-        if done > self._segment_worked:
-            self._segment_blocks(plan.decode, self._segment_worked, done)
+        exact = "exact_segments" in rules
+        self._segment_work(plan, done)
         self._segment_plan = None
         self._segment_worked = 1
         for req in plan.decode:
+            if cache_late or not exact:  # an attribution run: what is not cached yet, now
+                lo, hi = (req.computed + (0 if cache_late else 1)) // bs, (req.computed + done) // bs
+                if hi > lo:
+                    kv.cache(req, lo, hi)
             req.computed += done
             req.generated += done
             if req.generated >= req.output_tokens:
                 ending.add(req)
-        finished = [r for r in plan.order if r in ending] if ending else []
+        self._publish_held()  # before the outputs go back: a client's next turn is routed knowing them
+        self._held = None
+        if "freed_in_scheduling_order" in rules:
+            finished = [r for r in plan.order if r in ending] if ending else []
+        else:  # an attribution run: those that finished a prefill first
+            finished = [r for r, _ in plan.prefill if r in ending] + [r for r in plan.decode if r in ending]
         used = self.pool.used_count
         if used > self.peak_used:
             self.peak_used = used

@@ -40,7 +40,7 @@ from kvtui.scenario.plan import node_plans
 from kvtui.sim import loop
 from kvtui.sim.bus import Bus
 from kvtui.sim.deployment import build_latency
-from kvtui.sim.node import Node
+from kvtui.sim.node import RULES, Node
 from kvtui.sim.request import Request
 from . import peers
 
@@ -101,7 +101,7 @@ def vllm_steps(streams: list[dict]) -> list[dict]:
 class Stepper:
     """A node stepped one plan at a time, recording what the vLLM side records."""
 
-    def __init__(self, s: dict, keys: dict[str, list[int]], segments: bool) -> None:
+    def __init__(self, s: dict, keys: dict[str, list[int]], segments: bool, rules: frozenset[str] = RULES) -> None:
         scenario = Scenario()
         spec = NodeSpec(name="n", max_num_seqs=s["max_num_seqs"], max_num_batched_tokens=s["budget"],
                         chunked_prefill=s["chunked"])
@@ -109,6 +109,7 @@ class Stepper:
         self.node = Node(spec, s["num_blocks"], s["block_size"], build_latency(scenario, node_plans(scenario)[0]),
                          self.bus, lambda _req, _outcome: None)
         self.node.segments = segments
+        self.node.rules = rules
         self.bus.listen(self._heard, (RequestScheduled, RequestPreempted, RequestCompleted))
         self.requests = sorted(s["requests"], key=lambda r: r["arrival"])
         self.keys = keys
@@ -284,10 +285,10 @@ MINIMAL = {
 }
 
 
-def _steps(name: str, segments: bool = False) -> list[dict]:
+def _steps(name: str, segments: bool = False, rules: frozenset[str] = RULES) -> list[dict]:
     s = MINIMAL[name]
     keys = {r["id"]: toy_keys(r["prompt"] + r["output"]) for r in s["requests"]}
-    return Stepper(s, keys, segments).run(1000)
+    return Stepper(s, keys, segments, rules).run(1000)
 
 
 def test_admission_needs_the_whole_sequence_to_fit():
@@ -324,3 +325,18 @@ def test_minimal_streams_agree_with_vllm(vllm_answers, segments):
     wrong = disagreements(streams[n:], theirs[n:], segments)
     names = {id(s): name for name, s in MINIMAL.items()}
     assert not wrong, [f"{names[id(s)]}: {why}" for s, why in wrong]
+
+
+@pytest.mark.parametrize("rule, name", [
+    ("whole_sequence_fits", "whole sequence must fit"), ("cached_when_allocated", "cached when allocated"),
+    ("freed_in_scheduling_order", "freed in scheduling order"), ("exact_segments", "segment cut before its block")])
+def test_a_rule_taken_out_parts_from_vllm_on_its_stream(rule, name):
+    """benchmarks/scheduler_attribution.py takes one rule out of `Node.rules` at a time to see
+    which shipped figure it moves: taking it out must undo that rule, so its minimal stream (on
+    which the node agrees with vLLM: `test_minimal_streams_agree_with_vllm`) then parts from
+    what vLLM does, while taking out the other rules leaves that stream as it is."""
+    segments = rule == "exact_segments"
+    right = _steps(name, segments)
+    assert _steps(name, segments, RULES - {rule}) != right
+    others = [r for r in RULES - {rule} if _steps(name, segments, RULES - {r}) != right]
+    assert not others, f"{others} also move the stream of {rule}"

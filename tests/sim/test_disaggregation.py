@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import textwrap
 
 import pytest
 
 from kvtui.errors import InputError
 from kvtui.events import (
+    BatchStepped,
+    BlocksEvicted,
     BlocksStored,
     DecodeRouted,
     FirstToken,
@@ -377,3 +381,63 @@ def test_a_transfer_reserved_mid_segment_leaves_the_segment_its_blocks(tmp_path)
     sim, events = run(scenario(tmp_path, SMALL_DECODE, workload=workload))
     assert of(events, KVTransferWaiting)  # the decode pool was full at times
     assert len(of(events, RequestCompleted)) == sim.metrics.arrived
+
+
+# ---------------------------------------------------------------- segments on and off, P/D
+def _outcome(events) -> tuple[list, dict[str, list]]:
+    """A run's events as the two sides of the segments differential compare them: every event
+    but BatchStepped (a segment is one), in order, and each node's KV events in order. Floats
+    compare to 1e-9 (a segment's end is its start plus the sum of its iterations, single steps
+    add them one by one: the last bits differ), and a KV event's time is left out: a segment
+    publishes its later iterations' KV events when something reads the node or when it ends,
+    not at each iteration's end (kvtui/sim/node.py)."""
+    def fields(ev) -> tuple:
+        out = [type(ev).__name__]
+        for f in dataclasses.fields(ev):
+            if f.name == "seq" or (f.name == "t" and isinstance(ev, (BlocksStored, BlocksEvicted))):
+                continue
+            v = getattr(ev, f.name)
+            out.append(round(v, 9 - int(math.floor(math.log10(abs(v))))) if isinstance(v, float) and v else v)
+        return tuple(out)
+
+    kv: dict[str, list] = {}
+    rest = []
+    for ev in events:
+        if isinstance(ev, (BlocksStored, BlocksEvicted)):
+            kv.setdefault(ev.node, []).append(fields(ev))
+        elif not isinstance(ev, BatchStepped):
+            rest.append(fields(ev))
+    return rest, kv
+
+
+@pytest.mark.parametrize("nodes, router, seed", [
+    (SMALL_DECODE, "{policy: llm_d_pd}", 5), (SMALL_DECODE, "{policy: dynamo_disagg}", 6),
+    (NODES, "{policy: llm_d_pd}", 7), (NODES, "{policy: dynamo_disagg}", 8)],
+    ids=("one-small-decode-llm_d_pd", "one-small-decode-dynamo", "two-by-two-llm_d_pd", "two-by-two-dynamo"))
+def test_decode_segments_change_nothing_a_pd_run_shows(tmp_path, nodes, router, seed):
+    """The same P/D run with multi-iteration decode segments and with single iterations: the
+    same requests, routes, transfers (their waiting reasons' free blocks too) and completions
+    at the same times, and each node's KV events in the same order. Before `Node.settle`, a
+    transfer's waiting reason read the decode pool before the segment's iterations begun by
+    then had taken their blocks (11 blocks free instead of 7), and the router's kv usage too."""
+    workload = """
+        workload:
+          duration_s: 6
+          arrival: {process: poisson, rate: 6}
+          groups:
+            - {name: chat, system_prompt_tokens: 256, question_tokens: 200, output_tokens: 120, turns: 2, think_time_s: 0.5}
+        """
+    sides = []
+    for segments in (False, True):
+        sim = Simulation(scenario(tmp_path, nodes, router=router, workload=workload, overrides=[f"seed={seed}"]))
+        for node in sim.nodes:
+            node.segments = segments
+        events: list = []
+        sim.subscribe(events.append)
+        sim.run()
+        sides.append((_outcome(events), sum(isinstance(e, BatchStepped) for e in events)))
+    (off, steps_off), (on, steps_on) = sides
+    assert steps_on < steps_off, "no segment ran: the comparison shows nothing"
+    assert any(e[0] == "KVTransferWaiting" for e in off[0]) or nodes is NODES
+    assert on[1] == off[1]
+    assert on[0] == off[0]

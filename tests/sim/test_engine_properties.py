@@ -96,7 +96,7 @@ def check_invariants(sim: Simulation, arrived: int, replay: KVReplay) -> None:
         if not recovering:  # while the control plane recovers, the router has no index at all
             on_gpu = index.keys_on(node.name, "gpu")
             assert on_gpu == replay.indexed(node.name, "gpu"), "KV index disagrees with the KV events"
-            assert on_gpu <= set(node.pool.cached), "KV index lists blocks the pool does not hold"
+            assert replay.held_after(node, "gpu") <= set(node.pool.cached), "KV events list blocks the pool does not hold"
         cpu = node.kv.cpu
         if cpu is not None:
             cpu.check()
@@ -104,9 +104,11 @@ def check_invariants(sim: Simulation, arrived: int, replay: KVReplay) -> None:
             # The CPU tier is not persisted by the control plane: after a recovery the index
             # knows only what the tier stored since, never more than it holds.
             crashed = sim.control_plane is not None and sim.control_plane.crashes > 0
+            after = replay.held_after(node, "cpu")  # the step's unpublished events counted
             if not recovering:
-                assert on_cpu <= set(cpu.entries), "KV index lists CPU blocks the tier does not hold"
-                assert crashed or on_cpu == set(cpu.entries), "KV index disagrees with the CPU tier"
+                assert on_cpu == replay.indexed(node.name, "cpu") or crashed, "KV index disagrees with the KV events"
+                assert after <= set(cpu.entries), "KV events list CPU blocks the tier does not hold"
+                assert crashed or after == set(cpu.entries), "KV events disagree with the CPU tier"
         for req in node.running:
             assert len(req.blocks) * sim.block_size >= req.computed
     m = sim.metrics

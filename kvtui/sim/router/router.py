@@ -233,6 +233,8 @@ class Router:
         previous one (decode segments change a node's figures at their ends, not per token).
         The checks are the inputs of `Node.refusal`'s None and of every field, so a reused
         snapshot is the one a rebuild would give (tests/sim/router/test_snapshot_reuse.py)."""
+        for node in self.nodes:
+            node.settle()  # a node in a decode segment settles first (Node.settle): its pool and KV events as single steps
         precise = self.last_match = self.index.match(keys)
         used, other = (precise, None) if self.approx is None else (self.approx.match(keys[: self.approx_blocks]), precise)
         total = len(keys)
