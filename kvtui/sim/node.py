@@ -212,6 +212,11 @@ class Node:
         (event class, its fields after seq and t), in order. The pool already reflects them."""
         return list(self._held or ())
 
+    @property
+    def has_unpublished(self) -> bool:
+        """Whether the step in progress holds KV events its pool shows and the router has not heard."""
+        return bool(self._held)
+
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
 

@@ -332,10 +332,12 @@ class Router:
 
     def _best_held(self, keys: Sequence[int]) -> int:
         """The longest prefix of `keys` any up node holds. When the precise index gets every KV
-        event at once (no delay, no control plane in between) it is the pools (tested), and the
-        decision's own match answers: walking every node's pool per decision cost ~15 % of a
-        16-node run. Otherwise the pools are asked, node by node."""
-        if self.index_is_truth and self.kv_sink is self._index_sink and self.delay <= 0 and self.approx is None:
+        event as it is published (no delay, no control plane in between) and no node holds a
+        step's events back (Node.has_unpublished: vLLM publishes at step end), it is the pools
+        (tested), and the decision's own match answers: walking every node's pool per decision
+        cost ~15 % of a 16-node run. Otherwise the pools are asked, node by node."""
+        if (self.index_is_truth and self.kv_sink is self._index_sink and self.delay <= 0 and self.approx is None
+                and not any(node.has_unpublished for node in self.nodes)):
             return max((m.consecutive for name, m in self.last_match.items() if self.node_by_name[name].up), default=0)
         return max((node.kv.held_prefix(keys) for node in self.nodes if node.up), default=0)
 
