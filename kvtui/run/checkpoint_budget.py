@@ -21,10 +21,27 @@ import ctypes
 import ctypes.util
 import gc
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-DEFAULT_BUDGET_BYTES = 192 * 2**20  # leaves room for one replay beside the run: under 300 MB at peak (tui_bench --memory)
+FLOOR_BYTES = 192 * 2**20  # leaves room for one replay beside the run: under 300 MB at peak (tui_bench --memory)
+SHARE_OF_MEMORY = 8  # the budget is 1/8 of the machine's physical memory, never below the floor
+
+
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes (POSIX sysconf), or None where it cannot be read."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def default_budget_bytes(physical: int | None = None) -> int:
+    """The budget scales with the machine: 1/8 of its memory (3 GB on a 24 GB machine, 1 GB on
+    8 GB), at least 192 MB. A checkpoint near mooncake.yaml's end holds ~110 MB, and a step back
+    within 0.5 s needs one within a few thousand events below it (benchmarks/back_bench.py)."""
+    total = physical_memory() if physical is None else physical
+    return max(FLOOR_BYTES, (total or 0) // SHARE_OF_MEMORY)
 
 
 def process_memory() -> int | None:
@@ -55,7 +72,7 @@ class CheckpointBudget:
     """At most `limit_bytes` of process memory before checkpoints are dropped (None: no limit,
     as where memory cannot be measured)."""
 
-    limit_bytes: int | None = DEFAULT_BUDGET_BYTES
+    limit_bytes: int | None = field(default_factory=default_budget_bytes)
     measure: Callable[[], int | None] = process_memory
     dropped: int = 0  # checkpoints dropped for memory (reported by the benchmark)
 

@@ -179,8 +179,9 @@ class Drive(Navigable):
         self.views = ViewCache()
         self._seek_origin: int | None = None
         self.run = self._fresh()
-        # Every checkpoint is a whole simulation: big clusters keep fewer of them.
-        if sum(n.pool.num_blocks for n in self.run.sim.nodes) > BIG_CLUSTER_BLOCKS:
+        # Every checkpoint is a whole simulation: big clusters keep fewer of them, unless a byte
+        # budget counts what they really hold.
+        if budget is None and sum(n.pool.num_blocks for n in self.run.sim.nodes) > BIG_CLUSTER_BLOCKS:
             self.max_checkpoints = min(self.max_checkpoints, 8)
             self.near = min(self.near, 4)
 
@@ -415,9 +416,7 @@ class Drive(Navigable):
         return self.advance(t, budget_s)
 
     def _rewind_to(self, position: int) -> None:
-        if self._builder is not None:
-            self._builder[0].close()
-            self._builder = None
+        self._keep_builder(position)
         usable = [c for c in self.checkpoints if c.position <= position and c.applied <= len(self.commands)]
         start = max(usable, key=lambda c: c.position, default=None)
         if start is None:
@@ -439,6 +438,21 @@ class Drive(Navigable):
             if start.step() is None:
                 break
         start.apply_due(self.commands, position)
+
+    def _keep_builder(self, position: int) -> None:
+        """A checkpoint half built below `position` is kept, as a checkpoint where it got to: the
+        idle time spent on it is not lost, and the next idle moment goes on from there (each
+        step back used to throw it away, so under a string of presses a checkpoint far from the
+        start was never finished and every press replayed from the start). One above
+        `position` is of no use going back and is dropped."""
+        if self._builder is None:
+            return
+        run, _ = self._builder
+        self._builder = None
+        if run.position <= position and run.position > 0:
+            self.checkpoints.append(run)
+        else:
+            run.close()
 
     def _trim(self) -> None:
         """Keep at most `max_checkpoints` and stay within the byte budget: drop the ones

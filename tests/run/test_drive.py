@@ -156,3 +156,35 @@ def test_one_numbering_event_n_is_the_nth_event_even_after_commands(scenario):
         assert ev.seq == d.position
     d.goto(300)
     assert d.run.last == seen[300]
+
+
+def test_a_checkpoint_half_built_survives_a_step_back_and_changes_no_event(scenario):
+    """Issue 35: each step back threw away the checkpoint the idle builder had half built, so
+    under a string of presses with little idle time between them none far from the start was
+    finished. It is kept where it got to (below the new position) and the next idle moment goes
+    on from there; the events stay the same."""
+    straight = Drive(scenario)
+    for _ in range(590):
+        straight.step()
+    d = Drive(scenario, every=300, near=0, clock=iter(range(10**6)).__next__)
+    for _ in range(600):
+        d.step()
+    d.maintain(2)  # the clock ticks once a call: the builder stops part way
+    assert d._builder is not None
+    half = d._builder[0]
+    assert 0 < half.position < 590
+    d.back()
+    assert d._builder is None and d.run is half  # the step back replayed from it, not from the start
+    for _ in range(9):
+        d.back()
+    assert d.position == 590 and d.run.last == straight.run.last
+    assert _journal_digest(d) == _journal_digest(straight)
+
+
+def test_the_default_checkpoint_budget_scales_with_the_machine():
+    from kvtui.run.checkpoint_budget import FLOOR_BYTES, default_budget_bytes
+
+    assert default_budget_bytes(24 * 2**30) == 3 * 2**30
+    assert default_budget_bytes(8 * 2**30) == 2**30
+    assert default_budget_bytes(2**30) == FLOOR_BYTES
+    assert default_budget_bytes(0) == FLOOR_BYTES
