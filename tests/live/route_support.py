@@ -7,8 +7,19 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kvtui.live.engines import Engine
+from kvtui.live.proxy import RouteProxy
+from kvtui.live.recording import Recorder
+from kvtui.live.routing import LiveRouter
+from kvtui.live.session import LiveSession
 
 from . import vllm_publishers as vp
 
@@ -74,3 +85,42 @@ def post(url: str, body: dict) -> bytes:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.read()
+
+
+@dataclass
+class RoutedCluster:
+    session: LiveSession
+    fronts: list[Front]
+    url: str  # the proxy's /v1/completions
+
+
+@contextmanager
+def routed_cluster(policy: str, recording: str):
+    """Two engines (Front), a session recording to `recording`, kvtui's proxy routing by
+    `policy`, and a thread polling the session; all closed on the way out."""
+    v = vp.load_new()
+    fronts = [Front(v), Front(v)]
+    engines = [Engine(f"vllm-{i}", f.pub.endpoint, f.pub.replay_endpoint, f.api + "/metrics", f.api)
+               for i, f in enumerate(fronts)]
+    session = LiveSession(engines, Recorder(recording))
+    proxy = RouteProxy("127.0.0.1", vp.free_port(), LiveRouter(policy, engines), session)
+    session.sources.append(proxy)
+    stop = threading.Event()
+    feeder = threading.Thread(target=lambda: [session.poll(0.02) for _ in iter(stop.is_set, True)])
+    feeder.start()
+    try:
+        yield RoutedCluster(session, fronts, f"http://127.0.0.1:{proxy.address[1]}/v1/completions")
+    finally:
+        stop.set()
+        feeder.join()
+        session.close()
+        for f in fronts:
+            f.close()
+
+
+def wait_until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail("timed out")
+        time.sleep(0.01)

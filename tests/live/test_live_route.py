@@ -13,7 +13,6 @@ The real-vLLM-on-the-CPU run of the issue is by hand (docs/live.md)."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,41 +23,25 @@ from kvtui.cli import main
 from kvtui.live.delivery import Served, ingest
 from kvtui.live.engines import Engine
 from kvtui.live.proxy import RouteProxy
-from kvtui.live.recording import Recorder, read_recording
+from kvtui.live.recording import read_recording
 from kvtui.live.routing import LiveRouter
 from kvtui.live.session import LiveSession, summary_lines
 from kvtui.live.state import LiveState
 
 from . import vllm_publishers as vp
 from .live_support import prompts
-from .route_support import Front, post
+from .route_support import post, routed_cluster, wait_until
 
 def test_route_mode_serves_routes_and_accounts_for_every_missed_block(tmp_path):
-    v = vp.load_new()
-    fronts = [Front(v), Front(v)]
-    engines = [Engine(f"vllm-{i}", f.pub.endpoint, f.pub.replay_endpoint, f.api + "/metrics", f.api)
-               for i, f in enumerate(fronts)]
-    session = LiveSession(engines, Recorder(str(tmp_path / "rec")))
-    proxy = RouteProxy("127.0.0.1", vp.free_port(), LiveRouter("cache_aware", engines), session)
-    session.sources.append(proxy)
-    stop = threading.Event()
-    feeder = threading.Thread(target=lambda: [session.poll(0.02) for _ in iter(stop.is_set, True)])
-    feeder.start()
-    url = f"http://127.0.0.1:{proxy.address[1]}/v1/completions"
     work = prompts(11, 60)
-    try:
-        _wait(lambda: len(session.state.figures) == 2)
+    with routed_cluster("cache_aware", str(tmp_path / "rec")) as c:
+        wait_until(lambda: len(c.session.state.figures) == 2)
         for k, tokens in enumerate(work):
-            answer = post(url, {"model": "m", "prompt": " ".join(map(str, tokens)), "stream": k % 3 == 0, "max_tokens": 2})
+            answer = post(c.url, {"model": "m", "prompt": " ".join(map(str, tokens)), "stream": k % 3 == 0, "max_tokens": 2})
             assert answer.endswith(b"data: [DONE]\n\n") if k % 3 == 0 else json.loads(answer)["choices"]
             time.sleep(0.02)  # the engine's events reach the index before the next decision
-        _wait(lambda: len(session.state.served) == len(work))
-    finally:
-        stop.set()
-        feeder.join()
-        session.close()
-        for f in fronts:
-            f.close()
+        wait_until(lambda: len(c.session.state.served) == len(work))
+    session, fronts = c.session, c.fronts
     served = list(session.state.served)
     assert sum(s.forensics.hit for s in served) == sum(sum(f.hits) for f in fronts) > 0
     for s in served:
@@ -76,14 +59,6 @@ def test_route_mode_serves_routes_and_accounts_for_every_missed_block(tmp_path):
     # the cluster watched is a report `kvtui calibrate` fits (its timings, lengths and hit rate)
     assert main(["calibrate", str(tmp_path / "rec"), "--json", str(tmp_path / "acc.json")]) == 0
     assert json.loads((tmp_path / "acc.json").read_text())["format"] == "kvtui-recording"
-
-
-def _wait(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail("timed out")
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("body, status", [(b"{not json", 400), (b'{"model": "m"}', 400),

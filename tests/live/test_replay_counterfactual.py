@@ -12,24 +12,17 @@ bad input exits 2 naming the file or the flag."""
 
 from __future__ import annotations
 
-import threading
-import time
 
 import pytest
 
 from kvtui.cli import main
-from kvtui.live.engines import Engine
-from kvtui.live.proxy import RouteProxy
 from kvtui.live.recording import Recorder
-from kvtui.live.routing import LiveRouter
-from kvtui.live.session import LiveSession
 from kvtui.run.counterfactual import replay
 from kvtui.run.recorded_traffic import read_traffic
 from kvtui.scenario.loader import load_scenario
 
-from . import vllm_publishers as vp
 from .live_support import prompts
-from .route_support import Front, post
+from .route_support import post, routed_cluster, wait_until
 
 REQUESTS = 60
 
@@ -40,39 +33,14 @@ def recording(tmp_path_factory):
     events have reached kvtui (the proxy's index is up to date at every decision, as the
     simulation's is with `router.index.delay_ms: 0`)."""
     path = str(tmp_path_factory.mktemp("cf") / "rec")
-    v = vp.load_new()
-    fronts = [Front(v), Front(v)]
-    engines = [Engine(f"vllm-{i}", f.pub.endpoint, f.pub.replay_endpoint, f.api + "/metrics", f.api)
-               for i, f in enumerate(fronts)]
-    session = LiveSession(engines, Recorder(path))
-    proxy = RouteProxy("127.0.0.1", vp.free_port(), LiveRouter("round_robin", engines), session)
-    session.sources.append(proxy)
-    stop = threading.Event()
-    feeder = threading.Thread(target=lambda: [session.poll(0.02) for _ in iter(stop.is_set, True)])
-    feeder.start()
-    url = f"http://127.0.0.1:{proxy.address[1]}/v1/completions"
-    try:
-        _wait(lambda: len(session.state.figures) == 2)
+    with routed_cluster("round_robin", path) as c:
+        wait_until(lambda: len(c.session.state.figures) == 2)
         for k, tokens in enumerate(prompts(11, REQUESTS)):
-            post(url, {"model": "m", "prompt": " ".join(map(str, tokens)), "max_tokens": 1})
-            _wait(lambda n=k + 1: len(session.state.served) == n
-                  and all(s.expected >= f.pub.sent for s, f in zip(session.subscribers, fronts)))
-        fronts_hits = [list(f.hits) for f in fronts]
-    finally:
-        stop.set()
-        feeder.join()
-        session.close()
-        for f in fronts:
-            f.close()
+            post(c.url, {"model": "m", "prompt": " ".join(map(str, tokens)), "max_tokens": 1})
+            wait_until(lambda n=k + 1: len(c.session.state.served) == n
+                       and all(s.expected >= f.pub.sent for s, f in zip(c.session.subscribers, c.fronts)))
+        fronts_hits = [list(f.hits) for f in c.fronts]
     return path, fronts_hits
-
-
-def _wait(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail("timed out")
-        time.sleep(0.01)
 
 
 def _base(block_size: int = 4):
