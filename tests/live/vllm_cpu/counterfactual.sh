@@ -18,24 +18,8 @@ ENGINE_PY="$PEER/bin/python"; [ -x "$ENGINE_PY" ] || ENGINE_PY="$PEER/env/bin/py
 mkdir -p "$WORK"
 "$ENGINE_PY" "$HERE/make_model.py" "$WORK/model"
 
-start_engines() {
-  for i in 0 1; do
-    VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 \
-    "$ENGINE_PY" -m vllm.entrypoints.openai.api_server --model "$WORK/model" --served-model-name tiny \
-      --host 127.0.0.1 --port $((18100 + i)) --max-model-len 512 --block-size 32 --num-gpu-blocks-override 48 \
-      --enable-prefix-caching --enable-prompt-tokens-details \
-      --kv-events-config "{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", \"endpoint\": \"tcp://*:$((18200 + i))\", \"replay_endpoint\": \"tcp://*:$((18300 + i))\", \"topic\": \"kv\"}" \
-      > "$WORK/engine$i.log" 2>&1 &
-    echo $! > "$WORK/engine$i.pid"
-  done
-  until curl -sf http://127.0.0.1:18100/health > /dev/null && curl -sf http://127.0.0.1:18101/health > /dev/null; do sleep 5; done
-}
-
-stop_engines() {
-  for i in 0 1; do kill "$(cat "$WORK/engine$i.pid")" 2>/dev/null || true; done
-  while curl -sf http://127.0.0.1:18100/health > /dev/null || curl -sf http://127.0.0.1:18101/health > /dev/null; do sleep 1; done
-  sleep 2
-}
+# shellcheck source=engines.sh
+. "$HERE/engines.sh"
 
 route() {  # POLICY RECORDING
   rm -rf "$2"

@@ -29,17 +29,10 @@ if [ ! -f "$DIR/.installed" ]; then
 fi
 "$DIR/env/bin/python" "$HERE/make_model.py" "$WORK/model"
 GAP_FIRST="${GAP_FIRST:-40}"; GAP_N="${GAP_N:-5}"
-for i in 0 1; do
-  curl -sf "http://127.0.0.1:$((18100 + i))/health" > /dev/null && continue
-  VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 \
-  "$DIR/env/bin/python" -m vllm.entrypoints.openai.api_server --model "$WORK/model" --served-model-name tiny \
-    --host 127.0.0.1 --port $((18100 + i)) --max-model-len 512 --block-size 32 --num-gpu-blocks-override 48 \
-    --enable-prefix-caching --enable-prompt-tokens-details \
-    --kv-events-config "{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", \"endpoint\": \"tcp://*:$((18200 + i))\", \"replay_endpoint\": \"tcp://*:$((18300 + i))\", \"topic\": \"kv\"}" \
-    > "$WORK/engine$i.log" 2>&1 &
-  echo $! > "$WORK/engine$i.pid"
-done
-until curl -sf http://127.0.0.1:18100/health > /dev/null && curl -sf http://127.0.0.1:18101/health > /dev/null; do sleep 5; done
+ENGINE_PY="$DIR/env/bin/python"
+# shellcheck source=engines.sh
+. "$HERE/engines.sh"
+start_engines
 PY="$ROOT/.venv/bin/python"
 "$PY" "$HERE/raw_sub.py" 300 cpu-0 tcp://127.0.0.1:18200 cpu-1 tcp://127.0.0.1:18201 > "$WORK/raw.out" &
 RAW=$!
