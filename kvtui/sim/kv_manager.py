@@ -103,11 +103,14 @@ class KVCacheManager:
     def held_prefix(self, keys) -> int:
         """Leading blocks of `keys` this node holds in either tier (what a precise index would
         say): the GPU run through the pool's chunked lookup (asked per routing decision), then
-        key by key while the CPU tier, if any, carries it on."""
+        key by key while the CPU tier, if any, carries it on. A first key held nowhere answers
+        at once: "available vs achieved" asks every node per decision, and most hold nothing."""
+        cached, cpu = self.pool.cached, (self.cpu.entries if self.cpu is not None else ())
+        if not keys or (keys[0] not in cached and keys[0] not in cpu):
+            return 0
         n = len(self.pool.lookup(keys, len(keys)))
         if self.cpu is None:
             return n
-        cached, cpu = self.pool.cached, self.cpu.entries
         for k in keys[n:]:
             if k not in cached and k not in cpu:
                 break

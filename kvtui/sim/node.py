@@ -144,6 +144,8 @@ class Node:
         self._segment: tuple[float, list[float]] = (0.0, [])  # (start, iteration durations) of the segment running
         self._segment_plan: _Plan | None = None  # the multi-iteration segment running, if one is
         self._segment_worked = 1  # its iterations whose block work is done (iteration 0's at planning)
+        self._settled_plan: _Plan | None = None  # the segment `settle` last worked out, and the end
+        self._settled_end = 0.0  # (from its start) of the iteration it found in progress
         self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
         self._held: list[tuple] | None = None  # KV events of the step in progress (None: no step runs)
         self._steps = 0  # steps planned: a flush timer of a step that was lost to a failure knows it
@@ -295,12 +297,19 @@ class Node:
             return
         start, durations = self._segment
         elapsed = self.env.now - start
+        if plan is self._settled_plan and elapsed < self._settled_end - _EPS:
+            # Still inside the iteration the last call found in progress: its work is done, and
+            # what is held now is that iteration's (or an admission's) events, due at its end.
+            # Publishing them here, as a second read in one iteration once did, put them on the
+            # router's index (and the control plane's WAL) early, by how often the node was read.
+            return
         started, end = _iterations_done(durations, elapsed)
         ended = started - 1 if end - elapsed > _EPS else started
         if ended >= 1:
             self._segment_work(plan, ended)
             self._publish_held()
         self._segment_work(plan, started)
+        self._settled_plan, self._settled_end = plan, end
 
     def _segment_work(self, plan: _Plan, upto: int) -> None:
         """The block work of the segment's iterations up to `upto` (exclusive) not done yet."""

@@ -5,6 +5,8 @@ allocates and caches in `schedule()` reach a router only once the model has run 
 
 from __future__ import annotations
 
+import dataclasses
+
 from kvtui.events import BatchStepped, BlocksEvicted, BlocksStored, RequestScheduled
 from kvtui.scenario.model import Arrival, Cluster, Dist, NodeSpec, PrefixGroup, Router, Scenario, Workload
 from kvtui.sim.engine import Simulation
@@ -63,3 +65,38 @@ def test_every_kv_event_comes_at_the_end_of_a_step_of_its_node():
         else:
             waiting.append(ev)
     assert not waiting
+
+
+def test_reading_a_node_twice_in_one_iteration_publishes_nothing_early():
+    """A decode segment's node read twice inside each of its iterations (the router reads every
+    node per decision): the first read does the iteration's block work, and its KV events wait
+    for the iteration's end, however often the node is read. Before, the second read published
+    them: when the index learned a block depended on how busy the router was."""
+    base = scenario(1)
+    group = PrefixGroup(name="g", system_prompt_tokens=256, question_tokens=fixed(40), output_tokens=fixed(200))
+    sim = Simulation(dataclasses.replace(base, workload=dataclasses.replace(base.workload, groups=(group,))))
+    node = sim.nodes[0]
+    stored: list = []
+    sim.subscribe(stored.append, (BlocksStored,))
+    reads: dict[int, list] = {}
+
+    def read(iteration: int) -> None:
+        node.settle()
+        reads.setdefault(iteration, []).append((len(stored), len(node.unpublished)))
+
+    try:
+        while sim.step() is not None and node._segment_plan is None:
+            pass
+        start, durations = node._segment
+        assert len(durations) > 2, "no decode segment ran"
+        begun = start
+        for i, d in enumerate(durations):
+            for at in (begun + d / 2, begun + 3 * d / 4):
+                sim.env.call_later(at - sim.now, lambda _t, i=i: read(i))
+            begun += d
+        sim.run()
+    finally:
+        sim.close()
+    assert any(first[1] for first, _ in reads.values()), "no iteration read allocated a block: the test shows nothing"
+    for iteration, (first, second) in reads.items():
+        assert second == first, f"iteration {iteration}: the second read published (or did) more"
