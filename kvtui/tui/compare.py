@@ -21,6 +21,7 @@ this screen too. The single view's jump keys
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -193,10 +194,10 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
 
     def __init__(self, left: Run, right: Run, labels: tuple[str, str], name: str, theme: str | None = None,
                  fps: int = FPS, shift: tuple[float, float] = (0.0, 0.0), titles: tuple[str, str] | None = None,
-                 whole: str = "", help_panels: tuple[tuple[str, str], ...] | None = None):
+                 whole: Callable[[int], str] | None = None, help_panels: tuple[tuple[str, str], ...] | None = None):
         """`left` and `right` on one clock (`shift`: see Lockstep), named `labels` on the Δ line
-        and `titles` on their borders; `whole`, a line of figures over the whole runs under the Δ
-        line (the counterfactual replay's table, kvtui/tui/counterfactual.py)."""
+        and `titles` on their borders; `whole(width)`, a line of figures over the whole runs under
+        the Δ line, fitted to `width` (the counterfactual replay's table, kvtui/tui/counterfactual.py)."""
         self._kvtui_themes = load_themes()
         super().__init__()
         for t in self._kvtui_themes:
@@ -223,8 +224,8 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
             yield Side(self.left, id="left", why_key="y", label=self.titles[0])
             yield Side(self.right, id="right", why_key="Y", label=self.titles[1])
         yield Static("", id="diff", markup=False)
-        if self.whole:
-            yield Static(self.whole, id="whole", markup=False)
+        if self.whole is not None:
+            yield Static("", id="whole", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -269,6 +270,8 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         a, b = self.left.key_figures(), self.right.key_figures()
         width = self.size.width - 2  # the line's padding
         self.query_one("#diff", Static).update(difference_text(self.labels[0], a, self.labels[1], b, width))
+        if self.whole is not None:
+            self.query_one("#whole", Static).update(self.whole(width))
 
     def action_toggle_play(self) -> None:
         self.playing = not self.playing and not self.lockstep.ended

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from functools import partial
 
 from kvtui.run import Run
 from kvtui.run.counterfactual import Replay, simulate, table_rows, traffic_scenario
@@ -36,9 +37,26 @@ HELP_PANELS = (
 )
 
 
-def whole_text(r: Replay) -> str:
-    """The headless table's rows on one wrapped line: `figure recorded → simulated (delta)`."""
-    return "whole recording: " + " · ".join(f"{name} {a} → {b} ({d})" for name, a, b, d in table_rows(r))
+WHOLE_ROWS = 3  # screen rows the whole runs' line may wrap to before it keeps only the deltas
+
+
+def whole_text(r: Replay, width: int) -> str:
+    """The headless table's rows on one wrapped line, `figure recorded → simulated (delta)`; on a
+    screen where that takes more than WHOLE_ROWS rows (at 80 columns, five of 24), the deltas only."""
+    rows = table_rows(r)
+    full = "whole recording: " + " · ".join(f"{name} {a} → {b} ({d})" for name, a, b, d in rows)
+    if len(full) <= WHOLE_ROWS * width:
+        return full
+    return "whole recording, Δ: " + " · ".join(f"{short_name(name)} {d}" for name, _, _, d in rows)
+
+
+SHORT = {"hit rate (blocks)": "hits", "TTFT p50 ms": "TTFT p50 ms", "TTFT p95 ms": "p95",
+         "available hit rate": "available", "chosen engine held": "held"}
+
+
+def short_name(name: str) -> str:
+    """A row's name in the deltas-only line (requests per engine: the engine's name)."""
+    return SHORT.get(name, name.removeprefix("requests on "))
 
 
 class CounterfactualApp(CompareApp):
@@ -69,5 +87,5 @@ def make_counterfactual_app(traffic: Traffic, deliveries, base: Scenario, policy
     titles = (f"recorded ({traffic.policy or 'policy not recorded'})", f"simulated ({policy})")
     labels = ("recorded", f"simulated {policy}")  # the Δ line's: short, it fits one line at 120 columns
     return CounterfactualApp(recorded, simulated, labels, f"replay {traffic.path} --as {policy}", theme=theme,
-                             fps=fps, shift=(0.0, traffic.start_s), titles=titles, whole=whole_text(figures),
+                             fps=fps, shift=(0.0, traffic.start_s), titles=titles, whole=partial(whole_text, figures),
                              help_panels=HELP_PANELS, directory=directory)

@@ -7,6 +7,7 @@ table prints."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 
 import pytest
 from textual.widgets import Static
@@ -16,7 +17,7 @@ from kvtui.cli import main
 from kvtui.live.recording import Recorder, read_recording
 from kvtui.run.recorded_traffic import read_traffic
 from kvtui.tui.compare import Side
-from kvtui.tui.counterfactual import make_counterfactual_app
+from kvtui.tui.counterfactual import make_counterfactual_app, short_name
 
 from live.made_recording import made_routed_recording
 
@@ -68,6 +69,13 @@ async def _both_panes(path: str, rows) -> None:
         await pilot.pause()
         assert app.left.position > 0 and app.right.position > 0
         assert app.query_one("#diff", Static).render().plain.startswith(f"Δ simulated {POLICY} vs recorded: ")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        app.refresh_panels()
+        short = str(app.query_one("#whole", Static).render())  # at 80 columns, the deltas only
+        assert short.startswith("whole recording, Δ: ") and len(short) <= 2 * 78
+        for name, _, _, d in rows:
+            assert f"{short_name(name)} {d}" in short
 
 
 def test_both_panes_step_on_the_recordings_clock(recording):
@@ -94,9 +102,24 @@ async def _one_clock(path: str) -> None:
         assert app.right.now >= app.left.now - traffic.start_s - 1e-9  # at its time (or its next event's)
 
 
-def test_replay_as_without_no_ui_opens_the_app_or_says_it_needs_a_terminal(recording, capsys):
+def test_replay_as_without_no_ui_opens_the_app_or_says_it_needs_a_terminal(recording, capsys, monkeypatch):
     assert main(["replay", recording, "--as", POLICY]) == 2
     assert "the app needs a terminal" in capsys.readouterr().err
+    import kvtui.cli.app as cli_app
+
+    opened = []
+    monkeypatch.setattr(cli_app, "stdin_is_terminal", lambda: True)
+    monkeypatch.setattr(cli_app, "run_app", lambda app, argv: opened.append(app) or 0)
+    assert main(["replay", recording, "--as", "load_prefix", "--seed", "7"]) == 0
+    app = opened[0]
+    assert app.titles == ("recorded (load_prefix)", "simulated (load_prefix)") and app.right.seed == 7
+    assert app.lockstep.shift == (0.0, 0.5)
+    app.lockstep.advance(1e9, float("inf"))  # both to the end: every recorded request taken on both sides
+    assert app.lockstep.ended
+    assert app.left.key_figures().completed == app.right.key_figures().completed == 40
+    app.left.close()
+    app.right.close()
+    shutil.rmtree(app.directory)  # the app never mounted, so never unmounted
 
 
 def test_split_screen_snapshot(snap_compare, recording):
