@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sweep": ("kvtui.cli.sweep:main", "sweep SCENARIO... --grid K=V", "scenarios x grid x policies x seeds, in parallel (local or Ray), to JSON Lines"),
     "plot": ("kvtui.cli.plot:main", "plot FILE --x KEY --y METRIC", "a sweep's results as a line chart (terminal, --out SVG/PNG)"),
     "live": ("kvtui.cli.live:main", "live ENGINES.yaml", "watch real engines' KV events (vLLM, Dynamo) in the app; --engine N=tcp://.., --record DIR, --no-ui --duration S"),
-    "replay": ("kvtui.cli.replay:main", "replay DIR", "a live recording in the app with step and seek; --no-ui: its figures"),
+    "replay": ("kvtui.cli.replay:main", "replay DIR", "a live recording in the app with step and seek; --no-ui: its figures; --as POLICY: beside its traffic simulated under POLICY"),
     "calibrate": ("kvtui.cli.calibrate:main", "calibrate REPORT", "fit the latency model to a real benchmark (inference-perf, vllm bench, GuideLLM, a recording); its accuracy"),
     "wal": ("kvtui.cli.wal:main", "wal inspect|verify|dump DIR", "look into a metadata store's write-ahead log"),
 }

@@ -1,6 +1,7 @@
-"""`kvtui replay DIR --as POLICY --no-ui`: a route-mode recording's traffic simulated under
-POLICY, printed beside what really happened (kvtui/run/counterfactual.py), with the deltas;
-replayed under the policy the recording was routed with, the deltas are kvtui's own error.
+"""`kvtui replay DIR --as POLICY [--no-ui]`: a route-mode recording's traffic simulated under
+POLICY, printed (`--no-ui`) or shown in the split screen (kvtui/tui/counterfactual.py) beside
+what really happened (kvtui/run/counterfactual.py), with the deltas; replayed under the policy
+the recording was routed with, the deltas are kvtui's own error.
 
 The latency model is the base scenario's (`--scenario`, `--set`; default the one `kvtui
 calibrate` starts from) or, with `--calibrated FILE`, the profile `kvtui calibrate DIR
@@ -26,9 +27,6 @@ def check(args) -> None:
     check_policy(args.as_policy, "--as")
     if (why := refusal(args.as_policy)) is not None:
         raise UsageError(f"kvtui replay: --as {args.as_policy}: {why}")
-    if not args.no_ui:
-        raise UsageError("kvtui replay: --as shows the replay headless only so far: add --no-ui "
-                         "(the split screen in the app is not built yet)")
 
 
 def main(args) -> int:
@@ -39,6 +37,17 @@ def main(args) -> int:
     result = replay(traffic, _base(args), args.as_policy, args.seed)
     print("\n".join(lines(result)))
     return 0
+
+
+def app(args, deliveries, argv: list[str]) -> int:
+    """The split screen: the recording beside its traffic simulated under --as (kvtui/tui/counterfactual.py)."""
+    from kvtui.cli.app import run_app
+    from kvtui.run.recorded_traffic import read_traffic
+    from kvtui.tui.counterfactual import make_counterfactual_app
+
+    traffic = read_traffic(args.recording)
+    return run_app(make_counterfactual_app(traffic, deliveries, _base(args), args.as_policy, args.seed,
+                                           theme=args.theme), argv)
 
 
 def _base(args):
@@ -71,40 +80,16 @@ def _calibrated_hardware(path: str) -> str:
     return names[0]
 
 
-def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{100 * v:.1f}%"
-
-
-def _ms(v: float | None) -> str:
-    return "—" if v is None else f"{1000 * v:.1f}"
-
-
-def _delta(a: float | None, b: float | None, scale: float, unit: str) -> str:
-    return "—" if a is None or b is None else f"{scale * (b - a):+.1f}{unit}"
-
-
 def lines(r) -> list[str]:
     """The side-by-side table, then the check (same policy) or nothing more."""
+    from kvtui.run.counterfactual import table_rows
+
     t, rec, sim = r.traffic, r.recorded, r.simulated
     blocks = ", ".join(f"{e} {t.kv_blocks[e]}" for e in t.engines)
     out = [f"replay of {t.path}: {len(t.requests)} requests on {len(t.engines)} engines (KV blocks {blocks}; "
            f"block {t.block_size} tokens), recorded under {t.policy or 'a policy the recording does not name'}",
            f"{'':<26}{rec.label:>24}{sim.label:>30}{'delta':>10}"]
-
-    def row(name: str, a: str, b: str, d: str) -> None:
-        out.append(f"{name:<26}{a:>24}{b:>30}{d:>10}")
-
-    row("hit rate (blocks)", _pct(rec.hit_rate), _pct(sim.hit_rate), _delta(rec.hit_rate, sim.hit_rate, 100, " pp"))
-    for q in (50, 95):
-        a, b = rec.ttft(q), sim.ttft(q)
-        row(f"TTFT p{q} ms", _ms(a), _ms(b), _delta(a, b, 1000, ""))
-    for e in t.engines:
-        a, b = rec.served.get(e, 0), sim.served.get(e, 0)
-        row(f"requests on {e}", str(a), str(b), f"{b - a:+d}")
-    row("available hit rate", _pct(rec.available), _pct(sim.available), _delta(rec.available, sim.available, 100, " pp"))
-    row("chosen engine held", _pct(rec.chosen), _pct(sim.chosen), _delta(rec.chosen, sim.chosen, 100, " pp"))
-    gave = [None if s.available is None or s.chosen is None else s.available - s.chosen for s in (rec, sim)]
-    row("given away", _pct(gave[0]), _pct(gave[1]), _delta(gave[0], gave[1], 100, " pp"))
+    out += [f"{name:<26}{a:>24}{b:>30}{d:>10}" for name, a, b, d in table_rows(r)]
     out.append("available: recorded, the most blocks the router's index credited any engine with at the decision "
                "(the engines' published state as it had reached kvtui); simulated, the most any node's pool held")
     out.append(_staleness(r))
@@ -125,6 +110,8 @@ def _staleness(r) -> str:
 
 def _check(r) -> list[str]:
     """Under the recording's own policy the deltas are kvtui's error, said as such."""
+    from kvtui.run.counterfactual import delta as _delta
+
     rec, sim = r.recorded, r.simulated
     same = sum(1 for a, b in zip(rec.hits, sim.hits) if a == b)
     errors = [f"hit rate {_delta(rec.hit_rate, sim.hit_rate, 100, ' pp')}"]

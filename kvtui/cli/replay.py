@@ -1,6 +1,6 @@
 """`kvtui replay DIR`: a `kvtui live --record` recording, in the app or (`--no-ui`) as figures;
-with `--as POLICY --no-ui`, its traffic simulated under POLICY beside what happened
-(kvtui/cli/counterfactual.py).
+with `--as POLICY`, its traffic simulated under POLICY beside what happened, in the split
+screen or (`--no-ui`) as a table (kvtui/cli/counterfactual.py).
 
 Every recorded delivery goes through the same `ingest` as live, so the headless lines are the
 ones the live session printed, and through the same translation into events
@@ -23,13 +23,15 @@ def main(argv: list[str]) -> int:
 
     args = _parser().parse_args(argv)
     counterfactual.check(args)
-    if args.as_policy is not None:
+    if args.as_policy is not None and args.no_ui:
         return counterfactual.main(args)
     if not args.no_ui:
         _need_terminal()
     reading = read_recording_report(args.recording)
     for warning in reading.warnings:
         print(f"kvtui replay: warning: {warning}", file=sys.stderr)
+    if args.as_policy is not None:
+        return counterfactual.app(args, reading.deliveries, argv)
     return _headless(reading.deliveries) if args.no_ui else _app(reading.deliveries, args, argv)
 
 
@@ -66,7 +68,8 @@ def _parser() -> Parser:
     p.add_argument("recording", metavar="DIR", help="a directory written by `kvtui live --record`")
     p.add_argument("--no-ui", action="store_true", help="headless: print one line per engine")
     p.add_argument("--as", dest="as_policy", metavar="POLICY",
-                   help="simulate the recorded traffic under POLICY and print it beside what happened (route-mode recordings)")
+                   help="simulate the recorded traffic under POLICY and show it beside what happened, "
+                   "in the split screen or (--no-ui) as a table (route-mode recordings)")
     p.add_argument("--vs", action="store_true", help="with --as: the recorded and the simulated side by side (headless: the table)")
     p.add_argument("--calibrated", metavar="PROFILE.yaml", help="with --as: the latency profile `kvtui calibrate DIR --out` fitted")
     p.add_argument("--scenario", metavar="S", help="with --as: the base scenario (latency model, hardware); default calibrate's")

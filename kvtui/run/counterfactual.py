@@ -101,11 +101,20 @@ class _Collector:
 def replay(traffic: Traffic, base: Scenario, policy: str, seed: int | None = None) -> Replay:
     """Simulate `traffic` on `base`'s latency model under `policy`, and measure both sides."""
     with tempfile.TemporaryDirectory(prefix="kvtui-replay-") as tmp:
-        trace = os.path.join(tmp, "traffic.keys.jsonl")
-        write_keyed_trace(traffic, trace)
-        scenario = replay_scenario(traffic, base, trace)
-        c = _Collector(len(traffic.requests))
-        finished = run_to_end(scenario, seed=seed, policy=policy, on_event=c.on_event)
+        return simulate(traffic, traffic_scenario(traffic, base, tmp), policy, seed)
+
+
+def traffic_scenario(traffic: Traffic, base: Scenario, directory: str) -> Scenario:
+    """The replay's scenario, its trace written into `directory` (which must outlive the run)."""
+    trace = os.path.join(directory, "traffic.keys.jsonl")
+    write_keyed_trace(traffic, trace)
+    return replay_scenario(traffic, base, trace)
+
+
+def simulate(traffic: Traffic, scenario: Scenario, policy: str, seed: int | None = None) -> Replay:
+    """Run the replay's `scenario` to its end under `policy`, and measure both sides."""
+    c = _Collector(len(traffic.requests))
+    finished = run_to_end(scenario, seed=seed, policy=policy, on_event=c.on_event)
     doc = finished.document
     a = doc["routing"].get("available") or {}
     served = {n["name"]: n["requests_served"] for n in doc["nodes"]}
@@ -114,3 +123,35 @@ def replay(traffic: Traffic, base: Scenario, policy: str, seed: int | None = Non
                      a["available_blocks"] / blocks if blocks and a else None,
                      a["chosen_blocks"] / blocks if blocks and a else None)
     return Replay(traffic, policy, recorded_side(traffic), simulated, doc, c.hasher.hexdigest()[:16])
+
+
+def pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.1f}%"
+
+
+def ms(v: float | None) -> str:
+    return "—" if v is None else f"{1000 * v:.1f}"
+
+
+def delta(a: float | None, b: float | None, scale: float, unit: str) -> str:
+    return "—" if a is None or b is None else f"{scale * (b - a):+.1f}{unit}"
+
+
+def table_rows(r: Replay) -> list[tuple[str, str, str, str]]:
+    """The comparison's rows as shown, (figure, recorded, simulated, delta): one source for the
+    headless table (kvtui/cli/counterfactual.py) and the split screen's (kvtui/tui/counterfactual.py),
+    so the two print the same figures."""
+    rec, sim = r.recorded, r.simulated
+    rows = [("hit rate (blocks)", pct(rec.hit_rate), pct(sim.hit_rate), delta(rec.hit_rate, sim.hit_rate, 100, " pp"))]
+    for q in (50, 95):
+        a, b = rec.ttft(q), sim.ttft(q)
+        rows.append((f"TTFT p{q} ms", ms(a), ms(b), delta(a, b, 1000, "")))
+    for e in r.traffic.engines:
+        n, m = rec.served.get(e, 0), sim.served.get(e, 0)
+        rows.append((f"requests on {e}", str(n), str(m), f"{m - n:+d}"))
+    rows.append(("available hit rate", pct(rec.available), pct(sim.available), delta(rec.available, sim.available, 100, " pp")))
+    rows.append(("chosen engine held", pct(rec.chosen), pct(sim.chosen), delta(rec.chosen, sim.chosen, 100, " pp")))
+    gave = [None if s.available is None or s.chosen is None else s.available - s.chosen for s in (rec, sim)]
+    rows.append(("given away", pct(gave[0]), pct(gave[1]), delta(gave[0], gave[1], 100, " pp")))
+    return rows
+

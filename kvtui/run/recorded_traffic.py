@@ -50,6 +50,7 @@ class Traffic:
     engines: tuple[str, ...]
     kv_blocks: dict[str, int]  # per engine, from its scrapes
     requests: tuple[RecordedRequest, ...]
+    start_s: float = 0.0  # the first decision, in seconds from the recording's first delivery (its clock's zero)
 
 
 def read_traffic(path: str) -> Traffic:
@@ -75,7 +76,8 @@ def read_traffic(path: str) -> Traffic:
         raise InputError.one(path, None, f"no /metrics scrape gave the KV blocks of {', '.join(missing)}: "
                              "the simulated cluster needs each engine's pool size")
     policies = {d.policy for d in keyed}
-    return Traffic(path, policies.pop() if len(policies) == 1 else "", block, engines, kv, requests)
+    return Traffic(path, policies.pop() if len(policies) == 1 else "", block, engines, kv, requests,
+                   t0 - deliveries[0].at)
 
 
 def _bs(deliveries, path: str) -> int:

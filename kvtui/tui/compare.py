@@ -21,6 +21,7 @@ this screen too. The single view's jump keys
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -174,6 +175,7 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
     CSS = """
     #sides { height: 1fr; }
     #diff { height: auto; background: $boost; text-style: bold; padding: 0 1; }
+    #whole { height: auto; background: $boost; padding: 0 1; }
     Toast { max-width: 75%; }  /* as app.tcss: Textual's 50 % is 40 columns at 80 */
     """
     BINDINGS = [
@@ -190,22 +192,22 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         *(Binding(c.keys, f"no_jump('{c.label}')", c.label, show=False) for c in CONTROLS if c.group is NEXT),
     ]
 
-    def __init__(self, scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,
-                 theme: str | None = None, fps: int = FPS):
+    def __init__(self, left: Run, right: Run, labels: tuple[str, str], name: str, theme: str | None = None,
+                 fps: int = FPS, shift: tuple[float, float] = (0.0, 0.0), titles: tuple[str, str] | None = None,
+                 whole: Callable[[int], str] | None = None, help_panels: tuple[tuple[str, str], ...] | None = None):
+        """`left` and `right` on one clock (`shift`: see Lockstep), named `labels` on the Δ line
+        and `titles` on their borders; `whole(width)`, a line of figures over the whole runs under
+        the Δ line, fitted to `width` (the counterfactual replay's table, kvtui/tui/counterfactual.py)."""
         self._kvtui_themes = load_themes()
         super().__init__()
         for t in self._kvtui_themes:
             self.register_theme(t)
         self.theme = theme or DEFAULT_THEME
-        self.left = Run(scenario, seed=seed, policy=policy)
-        if vs.startswith(PATTERN):  # the same policy, the right side's Raft group as another pattern
-            self.right = Run(with_pattern(scenario, vs[len(PATTERN):]), seed=self.left.seed, policy=self.left.policy)
-            self.labels = (f"pattern {pattern_of(scenario) or 'as written'}", f"pattern {vs[len(PATTERN):]}")
-        else:
-            self.right = Run(scenario, seed=self.left.seed, policy=vs)
-            self.labels = (self.left.policy, self.right.policy)
-        self.lockstep = Lockstep(self.left.source, self.right.source)
-        self.scenario = scenario
+        self.left, self.right, self.labels, self.run_name = left, right, labels, name
+        self.titles = titles or (_titled(labels[0]), _titled(labels[1]))
+        self.whole = whole
+        self.help_panels = HELP_PANELS if help_panels is None else help_panels
+        self.lockstep = Lockstep(self.left.source, self.right.source, shift)
         self.fps = fps
         self.start_loop()
         self.playing = False
@@ -219,9 +221,11 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         yield StatusBar(id="status")
         yield Legend(self.left, id="legend")
         with Horizontal(id="sides"):
-            yield Side(self.left, id="left", why_key="y", label=_titled(self.labels[0]))
-            yield Side(self.right, id="right", why_key="Y", label=_titled(self.labels[1]))
+            yield Side(self.left, id="left", why_key="y", label=self.titles[0])
+            yield Side(self.right, id="right", why_key="Y", label=self.titles[1])
         yield Static("", id="diff", markup=False)
+        if self.whole is not None:
+            yield Static("", id="whole", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -252,9 +256,9 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
     def refresh_panels(self, force: bool = False) -> None:
         state = "ended" if self.lockstep.ended else ("playing" if self.playing else "paused")
         self.query_one(StatusBar).show(
-            scenario=self.scenario.name,
+            scenario=self.run_name,
             policy=f"{self.labels[0]} vs {self.labels[1]}",
-            seed=self.left.seed,
+            seed=self.right.seed,
             now=self.lockstep.now,
             seq=self.left.position,
             state=state,
@@ -266,6 +270,8 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         a, b = self.left.key_figures(), self.right.key_figures()
         width = self.size.width - 2  # the line's padding
         self.query_one("#diff", Static).update(difference_text(self.labels[0], a, self.labels[1], b, width))
+        if self.whole is not None:
+            self.query_one("#whole", Static).update(self.whole(width))
 
     def action_toggle_play(self) -> None:
         self.playing = not self.playing and not self.lockstep.ended
@@ -285,19 +291,20 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
             self.push_screen(GotoScreen(self.lockstep.now, self.left.position), self.goto)
 
     def goto(self, where: str | None) -> None:
-        """`12.5`: both sides to that sim time; `#500`: the left side to its event 500, the
-        right to the same sim time (event numbers differ between the runs)."""
+        """`12.5`: both sides to that time (the shared clock); `#500`: the left side to its
+        event 500, the right to the same time (event numbers differ between the runs)."""
         if not where:
             return
         self.playing = False
         try:
+            step = self.lockstep
             if where.strip().startswith("#"):
                 self.left.goto(int(where.strip()[1:]))
-                self.right.goto_time(self.left.now)
+                self.right.goto_time(step.own_time(step.right, step.shared_time(step.left)))
             else:
                 t = float(where.strip().rstrip("s"))
-                self.left.goto_time(t)
-                self.right.goto_time(t)
+                self.left.goto_time(step.own_time(step.left, t))
+                self.right.goto_time(step.own_time(step.right, t))
         except ValueError:
             self.notify(f"Not a time or an event number: {where!r} (try 12.5 or #500).", title="Go to", severity="warning")
             return
@@ -338,7 +345,7 @@ class CompareApp(FrameLoop, FittedToasts, App[None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:
-            self.push_screen(HelpScreen(HELP_ROWS, HELP_PANELS, "kvtui split screen help", palette=False))
+            self.push_screen(HelpScreen(HELP_ROWS, self.help_panels, "kvtui split screen help", palette=False))
 
 
 HELP_ROWS = [
@@ -372,4 +379,11 @@ def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, polic
                 raise InputError.one(flag, None, str(e)) from None
         elif name is not None and name not in POLICY_NAMES:
             raise InputError.one(flag, None, unknown_policy(name))
-    return CompareApp(scenario, vs, seed=seed, policy=policy, theme=theme, fps=fps)
+    left = Run(scenario, seed=seed, policy=policy)
+    if vs.startswith(PATTERN):  # the same policy, the right side's Raft group as another pattern
+        right = Run(with_pattern(scenario, vs[len(PATTERN):]), seed=left.seed, policy=left.policy)
+        labels = (f"pattern {pattern_of(scenario) or 'as written'}", f"pattern {vs[len(PATTERN):]}")
+    else:
+        right = Run(scenario, seed=left.seed, policy=vs)
+        labels = (left.policy, right.policy)
+    return CompareApp(left, right, labels, scenario.name, theme=theme, fps=fps)

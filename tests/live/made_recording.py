@@ -72,11 +72,14 @@ def made_recording(requests: int = 120, blocks: int = 40, seed: int = 3) -> list
     return out
 
 
-def made_routed_recording(requests: int = 60, blocks: int = 40, seed: int = 5, policy: str = "load_prefix") -> list[Delivery]:
+def made_routed_recording(requests: int = 60, blocks: int = 40, seed: int = 5, policy: str = "load_prefix",
+                          scraped: bool = False) -> list[Delivery]:
     """A route-mode recording: kvtui's `policy` routes each request over the live index (as
     kvtui/live/proxy.py does, with kvtui/live/routing.py), the chosen engine's pool runs it and
     publishes its batch, and the request is handed on as served with the miss forensics of
-    kvtui/live/forensics.py and a TTFT and E2E that grow with the blocks it missed."""
+    kvtui/live/forensics.py and a TTFT and E2E that grow with the blocks it missed. `scraped`:
+    each engine's /metrics read once at the start (its pool and block size: what a
+    counterfactual replay, kvtui/run/recorded_traffic.py, needs)."""
     import numpy as np
 
     from kvtui.live.delivery import Served, ingest
@@ -101,6 +104,8 @@ def made_routed_recording(requests: int = 60, blocks: int = 40, seed: int = 5, p
 
     for name in ENGINES:
         deliver(Watching(name, 1000.0))
+    for name in ENGINES if scraped else ():
+        deliver(Scraped(name, 1000.0, EngineFigures(blocks, BS, 0.0, 0, 0, 0, 0)))
     for k in range(requests):
         at = 1000.0 + 0.5 * (k + 1)
         tokens = list(rng.choice(families)) + [rng.randrange(1000) for _ in range(rng.randrange(1, 12))]

@@ -74,7 +74,7 @@ def test_another_policy_gives_a_deterministic_run(recording, capsys):
 @pytest.mark.parametrize("argv, says", [
     (["--as", "nope", "--no-ui"], "--as: "),
     (["--as", "llm_d_pd", "--no-ui"], "--as llm_d_pd: it picks a prefill and a decode node"),
-    (["--as", "round_robin"], "add --no-ui"),
+    (["--as", "round_robin"], "the app needs a terminal"),
     (["--vs", "--no-ui"], "--vs goes with --as POLICY"),
 ])
 def test_bad_flags_exit_2_naming_the_flag(recording, capsys, argv, says):
