@@ -98,7 +98,7 @@ class _Plan:
     class, not a dataclass: a compiled dataclass keeps an interpreted `__init__`, and a node
     makes a plan every iteration."""
 
-    __slots__ = ("prefill", "decode", "order", "durations", "load_s")
+    __slots__ = ("prefill", "decode", "order", "durations", "load_s", "block_work", "block_work_done")
 
     def __init__(self) -> None:
         self.prefill: list[tuple[Request, int]] = []
@@ -106,6 +106,9 @@ class _Plan:
         self.order: list[Request] = []  # every scheduled request, in scheduling order (vLLM frees finished ones so)
         self.durations: list[float] = []
         self.load_s = 0.0  # CPU-tier loads of the requests admitted in this iteration
+        # a segment's block work, sorted (Node._segment_blocks), and how much of it is done
+        self.block_work: list[tuple[int, int, int]] | None = None
+        self.block_work_done = 0
 
 
 class Node:
@@ -314,7 +317,7 @@ class Node:
     def _segment_work(self, plan: _Plan, upto: int) -> None:
         """The block work of the segment's iterations up to `upto` (exclusive) not done yet."""
         if upto > self._segment_worked and "exact_segments" in self.rules:
-            self._segment_blocks(plan.decode, self._segment_worked, upto)
+            self._segment_blocks(plan, upto)
             self._segment_worked = upto
 
     def accept(self, req: Request, ready: int) -> None:
@@ -606,33 +609,48 @@ class Node:
         context = sum(r.computed for r in plan.decode)
         plan.durations = lat.decode_run(k, seqs, context)
 
-    def _segment_blocks(self, decode: list[Request], lo: int, done: int) -> None:
-        """The block work of a segment's iterations lo..done-1 (iteration 0's was done when it
-        was planned; a reader mid-segment may have done some: `settle`), in vLLM's order: iteration by iteration, and within one the requests in
-        scheduling order, each allocating the block its token starts (`allocate_slots`) and
-        caching the block its token fills (`cache_blocks`). A segment is at most `block_size`
-        iterations, so a request does each at most once in it."""
+    def _segment_blocks(self, plan: _Plan, done: int) -> None:
+        """The block work of a segment's iterations up to done-1 not done yet (iteration 0's was
+        done when it was planned; a reader mid-segment may have done some: `settle`), in vLLM's
+        order: iteration by iteration, and within one the requests in scheduling order, each
+        allocating the block its token starts (`allocate_slots`) and caching the block its token
+        fills (`cache_blocks`). The work is listed once per segment and taken in order: a node
+        read every iteration (the router reads every node per decision) would otherwise scan
+        its whole batch each time."""
+        work = plan.block_work
+        if work is None:
+            work = plan.block_work = self._segment_block_work(plan.decode, len(plan.durations))
         bs = self.block_size
-        cache_now = "cached_when_allocated" in self.rules  # else `_commit` caches them
-        work: list[tuple[int, int, int]] = []  # (iteration, request's index, 0 allocate / 1 cache)
-        for idx, req in enumerate(decode):
-            starts = -req.computed % bs or bs  # the first iteration >= 1 whose token starts a block
-            if lo <= starts < done:
-                work.append((starts, idx, 0))
-            fills = -(req.computed + 1) % bs or bs  # the first iteration >= 1 whose token fills one
-            if cache_now and lo <= fills < done:
-                work.append((fills, idx, 1))
-        if not work:
-            return
-        work.sort()
         kv = self.kv
-        for i, idx, kind in work:
+        decode = plan.decode
+        n = plan.block_work_done
+        while n < len(work) and work[n][0] < done:
+            i, idx, kind = work[n]
             req = decode[idx]
             if kind == 0:
                 kv.grow(req, 1)
             else:
                 full = (req.computed + i + 1) // bs
                 kv.cache(req, full - 1, full)
+            n += 1
+        plan.block_work_done = n
+
+    def _segment_block_work(self, decode: list[Request], iterations: int) -> list[tuple[int, int, int]]:
+        """(iteration, request's index, 0 allocate / 1 cache) for iterations 1..iterations-1,
+        sorted. A segment is at most `block_size` iterations, so a request does each at most
+        once in it."""
+        bs = self.block_size
+        cache_now = "cached_when_allocated" in self.rules  # else `_commit` caches them
+        work: list[tuple[int, int, int]] = []
+        for idx, req in enumerate(decode):
+            starts = -req.computed % bs or bs  # the first iteration >= 1 whose token starts a block
+            if starts < iterations:
+                work.append((starts, idx, 0))
+            fills = -(req.computed + 1) % bs or bs  # the first iteration >= 1 whose token fills one
+            if cache_now and fills < iterations:
+                work.append((fills, idx, 1))
+        work.sort()
+        return work
 
     def _batch(self, plan: _Plan) -> Batch:
         prefill_tokens = prefill_context = prefill_kv = 0
