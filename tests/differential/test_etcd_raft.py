@@ -286,4 +286,5 @@ def test_a_member_cut_then_healed_like_the_model(pre_vote):
             assert side["cut_term"] == side["final_term"] == side["term0"], side
         else:  # it campaigns alone, term after term; on healing its term deposes the leader
             assert side["cut_term"] >= side["term0"] + 2 and side["final_term"] > side["cut_term"], side
-    assert real["leader_kept"] is pre_vote and sim["deposed"] is not pre_vote
+    # deposed on healing: a new election (the old leader may win it again); with PreVote it leads on
+    assert sim["deposed"] is not pre_vote and (real["leader_kept"] or not pre_vote)
