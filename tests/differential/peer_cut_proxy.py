@@ -101,8 +101,11 @@ class PeerProxy:
             conn.settimeout(5)
             head = _read_head(conn)
             conn.settimeout(None)
-            sender = _sender(head) if head else None
-            if head is None or self.cut.blocks(sender, self.member):
+            if head is None:
+                conn.close()
+                return
+            sender = _sender(head)
+            if self.cut.blocks(sender, self.member):
                 self.cut.refused += 1
                 conn.close()
                 return
@@ -114,6 +117,8 @@ class PeerProxy:
             return
         with self.lock:
             self.open.append((sender, conn, up))
+        if self.cut.blocks(sender, self.member):  # cut while it was connecting: close_blocked missed it
+            _shut((conn, up))
         threading.Thread(target=_pipe, args=(up, conn), daemon=True).start()
         _pipe(conn, up)
         with self.lock:
