@@ -39,6 +39,7 @@ from kvtui.events import (
     SimulationEnded,
 )
 from kvtui.run.narrate import History
+from kvtui.run.terms import TERM_EVENTS, Terms
 
 # Kinds the event log shows (decisions have their own log).
 LOG_TYPES = (
@@ -97,6 +98,7 @@ class Journal:
         self.last_interesting: Event | None = None
         self.last_election: MetadataElection | None = None  # a Raft group's (not a PreVote round): J goes there
         self.marks: list[tuple[float, int, str, str]] = []  # (t, seq, kind, label)
+        self.terms = Terms()  # a replicated control plane's term bands (drawn under the timeline)
         self.keep_requests = keep_requests
         self.lives: OrderedDict[str, list[Event]] = OrderedDict()
         self._sessions: dict[str, str] = {}
@@ -117,6 +119,8 @@ class Journal:
         elif isinstance(ev, LOG_TYPES):
             self.log.append(ev)
             self.last_interesting = ev
+        if isinstance(ev, TERM_EVENTS):
+            self.terms.on_event(ev)
         if isinstance(ev, MetadataElection) and not ev.pre_vote:
             self.last_election = ev  # kept apart from the bounded log, which evictions can fill
         if isinstance(ev, BlocksStored):

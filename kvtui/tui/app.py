@@ -54,6 +54,7 @@ from kvtui.tui.widgets.legend import Legend
 from kvtui.tui.widgets.log_list import LogList
 from kvtui.tui.widgets.status_bar import StatusBar
 from kvtui.tui.widgets.overview import OVERVIEW_FROM, OverviewStrip
+from kvtui.tui.widgets.term_bands import ROWS_FOR_BANDS, TermBands
 from kvtui.tui.widgets.timeline import ChapterLine, Timeline, current_chapter
 from kvtui.tui.widgets.view_tabs import ViewTabs
 
@@ -154,6 +155,7 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         yield Timeline(self.runner, id="timeline")
+        yield TermBands(self.runner, id="terms")
         yield ChapterLine(self.runner, id="chapter")
         with Container(id="main"):
             with Vertical(id="left"):
@@ -180,6 +182,7 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.timeline = self.query_one("#timeline", Timeline)
         self.chapter = self.query_one("#chapter", ChapterLine)
         self.chapter.display = bool(self.runner.story)
+        self.terms = self.query_one("#terms", TermBands)
         self.overview = self.query_one("#overview", OverviewStrip)
         self._arrange_overview()
         self.maps.selected = self.selected_node
@@ -217,6 +220,10 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.set_class(wide, "-wide")
         self.set_class(not wide, "-narrow")
         self.set_class(height >= TALL, "-tall")
+        if hasattr(self, "terms"):  # a Raft group's terms: their own row, or the timeline's background when short
+            replicated = self.runner.control_plane_view() is not None
+            self.terms.display = replicated and height >= ROWS_FOR_BANDS
+            self.timeline.terms_inline = replicated and height < ROWS_FOR_BANDS
         if changed and hasattr(self, "latency_panels"):
             self.latency_panel().rebind()
         if hasattr(self, "timeline"):
@@ -313,6 +320,8 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         if self.overview.display:
             self.overview.tick()
         self.timeline.tick()
+        if self.terms.display:
+            self.terms.tick()
         self.chapter.tick()
         if isinstance(self.screen, ZoomScreen):
             self.screen.tick()

@@ -4,6 +4,9 @@
     python etcd_client.py status PORT...           -> {"PORT": {"term", "leader", "member"} | null}
     python etcd_client.py write PORT SECONDS       -> {"acks": [[key, t_sent, t_acked], ...], "errors": n}
     python etcd_client.py read PORT KEY...         -> {"missing": [keys absent from a linearizable read]}
+    python etcd_client.py put PORT KEY VALUE       -> {"ok": true} | {"error": "..."}
+    python etcd_client.py get PORT KEY MODE        -> {"value": str | null} | {"error": "..."}
+                                                      MODE: serializable (local, may be stale) | linearizable
 
 Times are seconds on this process's monotonic clock, from its start; every RPC has a timeout."""
 
@@ -60,12 +63,34 @@ async def read(port: int, keys: list[str]) -> dict:
     return {"missing": missing}
 
 
+async def put(port: int, key: str, value: str) -> dict:
+    try:
+        async with aetcd.Client("127.0.0.1", port, timeout=3) as c:
+            await c.put(key.encode(), value.encode())
+        return {"ok": True}
+    except Exception as e:  # refused or timed out: the answer the test asserts on
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+async def get(port: int, key: str, mode: str) -> dict:
+    try:
+        async with aetcd.Client("127.0.0.1", port, timeout=3) as c:
+            got = await c.get(key.encode(), serializable=mode == "serializable")
+        return {"value": None if got is None else got.value.decode()}
+    except Exception as e:  # a linearizable read on a member without a leader times out
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
 def main() -> None:
     op, args = sys.argv[1], sys.argv[2:]
     if op == "status":
         result = asyncio.run(status([int(p) for p in args]))
     elif op == "write":
         result = asyncio.run(write(int(args[0]), float(args[1])))
+    elif op == "put":
+        result = asyncio.run(put(int(args[0]), args[1], args[2]))
+    elif op == "get":
+        result = asyncio.run(get(int(args[0]), args[1], args[2]))
     else:
         result = asyncio.run(read(int(args[0]), args[1:]))
     print(json.dumps(result))

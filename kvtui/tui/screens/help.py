@@ -23,8 +23,9 @@ AROUND: tuple[tuple[str, str], ...] = (
     ("Why", "the current event (the one just stepped to, or the highlighted log line) explained with its "
      "numbers; it scrolls when the text is long."),
     ("Timeline", "sim time from 0 to the end: ● now, 1 2 3 story chapters, e r p the first eviction / "
-     "rejection / preemption, ▼ ▲ node down / up, ✸ control-plane crash, g ↻ a real engine's lost gap / "
-     "restart. Click it to go to that moment; the story's chapter is shown below."),
+     "rejection / preemption, ▼ ▲ node down / up, ✸ control-plane crash, ◆ ⊘ a new metadata leader / a "
+     "member cut off, g ↻ a real engine's lost gap / restart. Click it to go to that moment. A replicated "
+     "control plane's terms are bands below it (t2 m3: term 2, led by m3; · no leader); then the story's chapter."),
     ("Inspector", "z: one node block by block; arrows or the mouse move the cursor, the panel shows the "
      "block's state, owner, key, parent, ref count, LRU position, tier."),
     ("Narrow screens", "show one lower panel at a time: v (or a click on its name) switches."),

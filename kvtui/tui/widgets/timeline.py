@@ -1,7 +1,8 @@
 """The timeline: one line across the screen from sim time 0 to the end of the workload, with
 the current moment, the story's chapters (1 2 3 ...) and the run's landmarks: scripted faults
 known in advance, and as they happen the first eviction (e), first rejection (r), first
-preemption (p), node failures (▼), recoveries (▲) and control-plane crashes (✸). Marks never
+preemption (p), node failures (▼), recoveries (▲), control-plane crashes (✸) and, in a replicated
+control plane, each new leader (◆) and each member cut off (⊘). Marks never
 overlap: one that would land on a taken cell moves to the nearest free one. A click goes to
 that moment (earlier moments are replayed).
 
@@ -16,6 +17,8 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
+from kvtui.run.terms import columns
+
 GLYPH = {
     "evicted": "e",
     "rejected": "r",
@@ -26,6 +29,8 @@ GLYPH = {
     "cp_recovered": "✓",
     "gap": "g",
     "restarted": "↻",
+    "leader": "◆",
+    "partition": "⊘",
 }
 SCRIPTED = {"node_down": "node_down", "node_up": "node_up", "control_plane_crash": "cp_crash"}
 
@@ -46,6 +51,13 @@ def place(wanted: list[tuple[int, str]], width: int) -> dict[int, str]:
     return taken
 
 
+def span_of(runner) -> float:
+    """Sim seconds the timeline's width stands for: the planned end, or what has happened past it."""
+    known = runner.times
+    last = known[-1] if len(known) else 0.0
+    return max(runner.planned_end or 0.0, last, runner.now, 1e-9)
+
+
 def current_chapter(story, now: float):
     """(index, chapter) of the chapter in force at `now`, or (None, None)."""
     found = (None, None)
@@ -63,8 +75,11 @@ class Timeline(Widget):
     Timeline > .timeline--mark { color: $warning; text-style: bold; }
     Timeline > .timeline--chapter { color: $accent; text-style: bold; }
     Timeline > .timeline--now { color: $foreground; text-style: bold reverse; }
+    Timeline > .timeline--term-odd { background: $primary 35%; }
+    Timeline > .timeline--term-even { background: $secondary 35%; }
     """
-    COMPONENT_CLASSES = {"timeline--bar", "timeline--done", "timeline--mark", "timeline--chapter", "timeline--now"}
+    COMPONENT_CLASSES = {"timeline--bar", "timeline--done", "timeline--mark", "timeline--chapter", "timeline--now",
+                         "timeline--term-odd", "timeline--term-even"}
 
     class Picked(Message):
         def __init__(self, t: float) -> None:
@@ -75,12 +90,10 @@ class Timeline(Widget):
         super().__init__(id=id, classes=classes)
         self.runner = runner
         self._key = None
+        self.terms_inline = False  # a replicated run on a short screen: terms as the bar's background
 
     def span(self) -> float:
-        end = self.runner.planned_end
-        known = self.runner.times
-        last = known[-1] if len(known) else 0.0
-        return max(end or 0.0, last, self.runner.now, 1e-9)
+        return span_of(self.runner)
 
     def marks(self) -> list[tuple[float, str, str]]:
         """(sim time, glyph, kind) of every mark: chapters, scripted faults, what happened."""
@@ -103,7 +116,8 @@ class Timeline(Widget):
         at 200 columns it stays put for many frames), the span, the marks."""
         width, span = self.size.width, self.span()
         column = self.now_column(width, span) if width > 0 else 0
-        key = (width, column, span, len(self.runner.journal.marks), self.runner.generation)
+        bands = self.runner.journal.terms.bands
+        key = (width, column, span, len(self.runner.journal.marks), self.runner.generation, len(bands), bands[-1].end)
         if key != self._key:
             self._key = key
             self.refresh()
@@ -127,10 +141,12 @@ class Timeline(Widget):
         for _t, glyph, kind in self.marks():
             kinds[glyph] = kind
         text = Text(no_wrap=True, overflow="crop")
+        term_at = self.term_styles(width, span)
         for col in range(width):
             g = placed.get(col)
             if g is None:
-                text.append("━" if col < now_col else "─", done_style if col < now_col else bar_style)
+                style = done_style if col < now_col else bar_style
+                text.append("━" if col < now_col else "─", style + term_at[col] if col in term_at else style)
             elif g == "●":
                 text.append(g, now_style)
             elif kinds.get(g) == "chapter":
@@ -138,6 +154,16 @@ class Timeline(Widget):
             else:
                 text.append(g, mark_style)
         return text
+
+    def term_styles(self, width: int, span: float) -> dict[int, Style]:
+        """Column -> background of the term it falls in, when the terms have no row of their own."""
+        if not self.terms_inline:
+            return {}
+        odd = self.get_component_rich_style("timeline--term-odd")
+        even = self.get_component_rich_style("timeline--term-even")
+        return {col: odd if band.term % 2 else even
+                for c0, c1, band in columns(self.runner.journal.terms.bands, self.runner.now, span, width)
+                for col in range(c0, c1)}
 
     def on_click(self, event: events.Click) -> None:
         width = self.size.width
