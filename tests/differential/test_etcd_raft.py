@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import pytest
 from kvtui.events import MetadataCommitted, MetadataLeaderElected
 from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
+from tests.differential.etcd_support import etcd_members
 from tests.differential.peers import require
 
 CLIENT = Path(__file__).with_name("etcd_client.py")
@@ -60,16 +60,6 @@ metadata:
 """
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _client(peer: Path, *args, timeout: float = 60) -> dict:
     p = subprocess.run([str(peer / "bin" / "python"), str(CLIENT), *map(str, args)],
                        capture_output=True, text=True, timeout=timeout)
@@ -80,28 +70,8 @@ def _client(peer: Path, *args, timeout: float = 60) -> dict:
 @pytest.fixture
 def cluster():
     peer = require("etcd")
-    etcd = shutil.which("etcd") or "/usr/bin/etcd"
-    data = tempfile.mkdtemp(prefix="kvtui-etcd-")
-    ports = _free_ports(6)
-    clients, peers = ports[:3], ports[3:]
-    names = ["m1", "m2", "m3"]
-    initial = ",".join(f"{n}=http://127.0.0.1:{p}" for n, p in zip(names, peers))
-    procs = {}
-    try:
-        for n, c, p in zip(names, clients, peers):
-            procs[c] = subprocess.Popen(
-                [etcd, "--name", n, "--data-dir", f"{data}/{n}",
-                 "--listen-client-urls", f"http://127.0.0.1:{c}", "--advertise-client-urls", f"http://127.0.0.1:{c}",
-                 "--listen-peer-urls", f"http://127.0.0.1:{p}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{p}",
-                 "--initial-cluster", initial, "--initial-cluster-state", "new",
-                 "--heartbeat-interval", "100", "--election-timeout", str(int(ELECTION_S * 1000))],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        yield peer, clients, procs
-    finally:
-        for proc in procs.values():
-            proc.kill()
-            proc.wait(timeout=10)
-        shutil.rmtree(data, ignore_errors=True)
+    with etcd_members(3, int(ELECTION_S * 1000)) as procs:
+        yield peer, list(procs), procs
 
 
 def _settled(peer: Path, ports: list[int], deadline_s: float = 30.0) -> dict:
