@@ -21,6 +21,7 @@ waiting set unless a newer value is already there).
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 from kvtui.live.etcd_election import Leadership, leader_key
 from kvtui.live.etcd_link import EtcdLink
@@ -98,7 +99,8 @@ class EtcdKeeper:
 
     def _send(self) -> None:
         """One transaction of what waits, up to etcd's limits, fenced on the leader key (under `lock`)."""
-        out, size = {}, 0
+        out: dict[bytes, bytes] = {}
+        size = 0
         for key in list(self.waiting):
             if out and (len(out) >= MAX_OPS or size + len(self.waiting[key]) > MAX_BYTES):
                 break
@@ -106,7 +108,7 @@ class EtcdKeeper:
             size += len(key) + len(out[key])
         self.out = out
         self.idle.clear()
-        self.link.submit(lambda: self._txn(out), self._sent)
+        self.link.submit(partial(self._txn, out), self._sent)
 
     async def _txn(self, out: dict[bytes, bytes]) -> bool:
         client = self.link.client()
