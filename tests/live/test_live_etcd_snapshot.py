@@ -4,8 +4,11 @@ routes as the leader's did, the keeper's batching and fencing, and the `--metada
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
+import urllib.error
+import urllib.request
 from concurrent.futures import Future
 from types import SimpleNamespace
 
@@ -15,9 +18,15 @@ from kvtui.cli import main as cli_main
 from kvtui.live.etcd_election import Leadership
 from kvtui.live.etcd_keeper import MAX_OPS, EtcdKeeper
 from kvtui.live.etcd_snapshot import BUCKETS, Snapshot, bucket_of
+from kvtui.live.engines import Engine
 from kvtui.live.etcd_url import parse_target
+from kvtui.live.proxy import RouteProxy
+from kvtui.live.routing import LiveRouter
+from kvtui.live.session import LiveSession
 from kvtui.live.state import LiveState
 from kvtui.live.wire import Batch, BlockRemoved, BlockStored
+
+from . import vllm_publishers as vp
 
 BS = 4
 PREFIX = b"kvtui/t/"
@@ -162,3 +171,21 @@ def test_without_aetcd_metadata_says_how_to_install_it(monkeypatch, capsys):
             "--route", "round_robin", "--metadata", "etcd://127.0.0.1:2379"]
     assert cli_main(argv) == 2
     assert "--metadata: etcd needs the aetcd client: pip install 'kvtui[etcd]'" in capsys.readouterr().err
+
+
+def test_a_router_that_lost_its_lease_answers_503_and_says_why():
+    engine = Engine("e0", f"tcp://127.0.0.1:{vp.free_port()}", api=f"http://127.0.0.1:{vp.free_port()}")
+    session = LiveSession([engine])
+    proxy = RouteProxy("127.0.0.1", vp.free_port(), LiveRouter("round_robin", [engine]), session,
+                       gate=lambda: "another kvtui holds the routing lease")
+    request = urllib.request.Request(f"http://127.0.0.1:{proxy.address[1]}/v1/completions",
+                                     data=b'{"model": "m", "prompt": "1 2"}', headers={"Content-Type": "application/json"})
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 503
+        assert "no longer routes: another kvtui holds" in json.loads(refused.value.read())["error"]["message"]
+        assert proxy.problems["not the leader"] == 1
+    finally:
+        proxy.close()
+        session.close()
