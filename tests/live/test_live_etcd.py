@@ -48,13 +48,13 @@ def _prompt(i: int, variant: int) -> list[int]:
     return prefix + [900_000 + 100 * variant + 10 * i + t for t in range(2 * vp.BS)]
 
 
-def _kvtui(peer: Path, fronts, listen: int, etcd: int, replay: bool, log: Path) -> subprocess.Popen:
+def _kvtui(peer: Path, fronts, listen: int, etcd: list[int], replay: bool, log: Path) -> subprocess.Popen:
     site = next((peer / "lib").glob("python*/site-packages"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
     engines = [f"--engine=vllm-{i}={f.pub.endpoint}" + (f",replay={f.pub.replay_endpoint}" if replay else "")
                + f",metrics={f.api}/metrics,api={f.api}" for i, f in enumerate(fronts)]
     return subprocess.Popen([sys.executable, "-m", "kvtui", "live", *engines, "--route", "cache_aware",
-                             "--listen", f"127.0.0.1:{listen}", "--metadata", f"etcd://127.0.0.1:{etcd}/t",
+                             "--listen", f"127.0.0.1:{listen}", "--metadata", "etcd://" + ",".join(f"127.0.0.1:{p}" for p in etcd) + "/t",
                              "--lease-ttl", str(TTL_S), "--no-ui", "--duration", "300"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
 
@@ -89,31 +89,37 @@ def _first_answer(fronts, url: str, tokens: list[int], user: str, seconds: float
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="etcd peers run on Linux")
-@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "interrupted"])
-def test_a_standby_takes_over_routing_from_etcd_when_the_leader_stops(tmp_path, stop):
+@pytest.mark.parametrize("stop, members", [(signal.SIGKILL, 1), (signal.SIGINT, 1), (signal.SIGKILL, 3)],
+                         ids=["killed", "interrupted", "killed-after-its-etcd-member"])
+def test_a_standby_takes_over_routing_from_etcd_when_the_leader_stops(tmp_path, stop, members):
     """SIGKILL: the standby waits for the lease to expire. SIGINT (a clean exit): the leader
-    writes what is left and gives the lease back, and the standby takes over at once."""
+    writes what is left and gives the lease back, and the standby takes over at once. With
+    three etcd members, the one both routers talk to first is killed halfway: the leader keeps
+    its lease and goes on writing through the next member, and the standby's snapshot has the
+    prefixes stored after that."""
     peer = require("etcd")
     v = vp.load_new()
     fronts = [Front(v), Front(v)]
     procs = []
+    holders = {i: f"vllm-{i % 2}" for i in range(PREFIXES)}
     try:
-        with etcd_members(1) as members:
-            (etcd,) = members
+        with etcd_members(members) as etcd:
             port_a, port_b = free_ports(2)
-            a = _kvtui(peer, fronts, port_a, etcd, True, tmp_path / "a.log")
+            a = _kvtui(peer, fronts, port_a, list(etcd), True, tmp_path / "a.log")
             procs.append(a)
             _until_logged(tmp_path / "a.log", r"routing \(lease", a)
-            b = _kvtui(peer, fronts, port_b, etcd, False, tmp_path / "b.log")
+            b = _kvtui(peer, fronts, port_b, list(etcd), False, tmp_path / "b.log")
             procs.append(b)
             _until_logged(tmp_path / "b.log", r"standby: waiting for the routing lease", b)
-            holders = {}
-            for i in range(PREFIXES):  # stored on the engines directly: A learns them from KV events
-                fronts[i % 2].serve(_prompt(i, 0))
-                holders[i] = f"vllm-{i % 2}"
             url_a, url_b = (f"http://127.0.0.1:{p}/v1/completions" for p in (port_a, port_b))
-            time.sleep(1.0)  # A's subscribers have the stored events (replay fills what came first)
-            seen_by_a = [_first_answer(fronts, url_a, _prompt(i, 1), f"a-{i}") for i in range(PREFIXES)]
+            seen_by_a = []
+            for half in (range(PREFIXES // 2), range(PREFIXES // 2, PREFIXES)):
+                for i in half:  # stored on the engines directly: A learns them from KV events
+                    fronts[i % 2].serve(_prompt(i, 0))
+                time.sleep(1.0)  # A's subscribers have the stored events (replay fills what came first)
+                seen_by_a += [_first_answer(fronts, url_a, _prompt(i, 1), f"a-{i}") for i in half]
+                if members > 1 and half.start == 0:
+                    next(iter(etcd.values())).kill()
             assert [e for e, _ in seen_by_a] == [holders[i] for i in range(PREFIXES)], seen_by_a
             time.sleep(1.0)  # A's last batches written to etcd (one transaction per poll)
             a.send_signal(stop)
@@ -130,7 +136,8 @@ def test_a_standby_takes_over_routing_from_etcd_when_the_leader_stops(tmp_path, 
             p.wait(timeout=10)
         for f in fronts:
             f.close()
-    print(f"takeover: {takeover_s:.3f} s after {stop.name} (lease TTL {TTL_S} s); B restored {restored[1]} blocks")
+    print(f"takeover: {takeover_s:.3f} s after {stop.name} ({members} etcd members, lease TTL {TTL_S} s); "
+          f"B restored {restored[1]} blocks")
     assert int(restored[1]) > 0
     # B routes with A's index: every prefix to the engine holding it, and the engine hits it
     assert [e for e, _ in seen_by_b] == [holders[i] for i in range(PREFIXES)], seen_by_b
