@@ -41,9 +41,11 @@ class Backend:
         return state
 
     def attach(self, session, router, proxy) -> None:
-        """The router's sessions as the last leader left them, the proxy gated on the lease,
-        and the keeper as the session's last source."""
+        """The router's sessions and the block size as the last leader left them, the proxy
+        gated on the lease, and the keeper as the session's last source."""
         router.sessions.update(self.snapshot.routes())
+        if self.snapshot.block_size is not None:
+            proxy.assumed_block_size = self.snapshot.block_size
         proxy.gate = lambda: self.leadership.why if self.leadership.lost.is_set() else None
         self.keeper = EtcdKeeper(self.link, self.leadership, session, router, self.snapshot)
         session.sources.append(self.keeper)

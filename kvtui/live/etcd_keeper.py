@@ -26,7 +26,7 @@ from functools import partial
 from kvtui.live.etcd_election import Leadership, leader_key
 from kvtui.live.etcd_link import EtcdLink
 from kvtui.live.etcd_snapshot import (
-    BUCKETS, Snapshot, blocks_key, bucket_of, pack, seq_key, session_bucket, sessions_key)
+    BUCKETS, Snapshot, block_size_key, blocks_key, bucket_of, pack, seq_key, session_bucket, sessions_key)
 
 MAX_OPS = 120  # etcd's --max-txn-ops is 128 by default
 MAX_BYTES = 1 << 20  # its --max-request-bytes is 1.5 MiB by default
@@ -39,6 +39,7 @@ class EtcdKeeper:
         self.blocks = restored.blocks  # the mirror: (engine, bucket) -> {(medium, hash): key}
         self.routes = restored.sessions  # bucket -> {session: engine}
         self.seqs = dict(restored.seqs)
+        self.block_size = restored.block_size
         self.waiting: dict[bytes, bytes] = {}
         self.out: dict[bytes, bytes] | None = None  # the transaction in flight
         self.idle = threading.Event()  # no transaction out
@@ -77,6 +78,10 @@ class EtcdKeeper:
         out = {blocks_key(self.prefix, e, b): pack([[m, h, k] for (m, h), k in self.blocks.get((e, b), {}).items()])
                for e, b in dirty}
         out.update(self._sessions())
+        size = next((f.block_size for f in state.figures.values() if f.block_size), None)
+        if size is not None and size != self.block_size:
+            self.block_size = size
+            out[block_size_key(self.prefix)] = str(size).encode()
         for s in self.session.subscribers:
             if self.seqs.get(s.name) != s.expected:
                 self.seqs[s.name] = s.expected

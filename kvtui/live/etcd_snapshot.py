@@ -6,7 +6,9 @@ Under the target's prefix (kvtui/live/etcd_url.py):
   events' parents and removals be found (kvtui/live/state.py), the keys rebuild the index;
 - `seq/ENGINE`: the seq the leader expects next from ENGINE, so the standby's subscriber asks
   the engine's replay for what came after the snapshot, not for what it already holds;
-- `sessions/NN`: the session routes (session -> engine) of bucket NN of SESSION_BUCKETS.
+- `sessions/NN`: the session routes (session -> engine) of bucket NN of SESSION_BUCKETS;
+- `block_size`: the engines' block size as their metrics said, which the standby keys its first
+  requests with before its own first scrape (else it would key them by 16 tokens, and miss).
 
 Buckets, because etcd bounds a transaction (128 operations, a 1.5 MiB request by default) and
 a batch changes a few blocks: only the buckets it touched are written again. An engine at
@@ -57,6 +59,10 @@ def sessions_key(prefix: bytes, bucket: int) -> bytes:
     return prefix + f"sessions/{bucket:02d}".encode()
 
 
+def block_size_key(prefix: bytes) -> bytes:
+    return prefix + b"block_size"
+
+
 def pack(value) -> bytes:
     return msgpack.packb(value, use_bin_type=True)
 
@@ -68,6 +74,7 @@ class Snapshot:
     blocks: dict[tuple[str, int], dict[tuple[str, object], int]] = field(default_factory=lambda: defaultdict(dict))
     seqs: dict[str, int] = field(default_factory=dict)
     sessions: dict[int, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    block_size: int | None = None
 
     def read(self, prefix: bytes, key: bytes, value: bytes) -> None:
         """One etcd key of the layout above; keys of another shape are not kvtui's and left alone."""
@@ -79,6 +86,8 @@ class Snapshot:
                 self.seqs[unquote(engine)] = int(value)
             case ["sessions", bucket]:
                 self.sessions[int(bucket)] = dict(_unpack(value))
+            case ["block_size"]:
+                self.block_size = int(value)
 
     def held(self) -> int:
         return sum(len(b) for b in self.blocks.values())

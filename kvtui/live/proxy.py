@@ -59,6 +59,7 @@ class RouteProxy:
         """`gate()`: why this proxy may not route now (a router that lost its etcd lease:
         kvtui/live/etcd_election.py), or None; every request is refused 503 while it says why."""
         self.router, self.session, self.clock, self.gate = router, session, clock, gate
+        self.assumed_block_size = DEFAULT_BLOCK_SIZE  # until a scrape says; a standby: the leader's (etcd)
         self.client_timeout, self.engine_timeout = client_timeout, engine_timeout
         self.ready: Queue[Served] = Queue()
         self.count = 0
@@ -99,7 +100,7 @@ class RouteProxy:
 
     def block_size(self) -> int:
         sizes = [f.block_size for f in self.session.state.figures.values() if f.block_size]
-        return sizes[0] if sizes else DEFAULT_BLOCK_SIZE
+        return sizes[0] if sizes else self.assumed_block_size
 
     def adapter(self, model) -> str | None:
         """The LoRA adapter a request's `model` names, or None for the base model

@@ -20,6 +20,7 @@ from kvtui.live.etcd_keeper import MAX_OPS, EtcdKeeper
 from kvtui.live.etcd_snapshot import BUCKETS, Snapshot, bucket_of
 from kvtui.live.engines import Engine
 from kvtui.live.etcd_url import parse_target
+from kvtui.live.metrics import EngineFigures
 from kvtui.live.proxy import RouteProxy
 from kvtui.live.routing import LiveRouter
 from kvtui.live.session import LiveSession
@@ -84,12 +85,13 @@ def test_the_snapshot_restores_the_index_and_the_block_maps_the_leader_had():
     session.subscribers[0].expected, session.subscribers[1].expected = 2, 1
     router.sessions["s1"] = "e1"
     router.touched.add("s1")
+    state.scraped("e0", 0.0, EngineFigures(block_size=BS))
     keeper.take()
     link.finish()
     snapshot = Snapshot()
     for key, value in _written(link).items():
         snapshot.read(PREFIX, key, value)
-    assert snapshot.seqs == {"e0": 2, "e1": 1} and snapshot.routes() == {"s1": "e1"}
+    assert snapshot.seqs == {"e0": 2, "e1": 1} and snapshot.routes() == {"s1": "e1"} and snapshot.block_size == BS
     restored = LiveState()
     snapshot.restore(restored)
     for engine in ("e0", "e1"):
