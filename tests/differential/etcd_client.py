@@ -4,6 +4,7 @@
     python etcd_client.py status PORT...           -> {"PORT": {"term", "leader", "member"} | null}
     python etcd_client.py write PORT SECONDS       -> {"acks": [[key, t_sent, t_acked], ...], "errors": n}
     python etcd_client.py read PORT KEY...         -> {"missing": [keys absent from a linearizable read]}
+    python etcd_client.py get PORT KEY...          -> {"KEY": value as hex | null}
 
 Times are seconds on this process's monotonic clock, from its start; every RPC has a timeout."""
 
@@ -60,12 +61,19 @@ async def read(port: int, keys: list[str]) -> dict:
     return {"missing": missing}
 
 
+async def get(port: int, keys: list[str]) -> dict:
+    async with aetcd.Client("127.0.0.1", port, timeout=2) as c:
+        return {key: None if (got := await c.get(key.encode())) is None else got.value.hex() for key in keys}
+
+
 def main() -> None:
     op, args = sys.argv[1], sys.argv[2:]
     if op == "status":
         result = asyncio.run(status([int(p) for p in args]))
     elif op == "write":
         result = asyncio.run(write(int(args[0]), float(args[1])))
+    elif op == "get":
+        result = asyncio.run(get(int(args[0]), args[1:]))
     else:
         result = asyncio.run(read(int(args[0]), args[1:]))
     print(json.dumps(result))

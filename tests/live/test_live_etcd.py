@@ -20,6 +20,7 @@ is about the lease TTL (2 s here) plus etcd's expiry check and B's start; after 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -29,10 +30,12 @@ import time
 import urllib.error
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from differential.etcd_support import etcd_members, free_ports
 from kvtui.live.delivery import Served
+from kvtui.live.etcd_snapshot import SESSION_BUCKETS, sessions_key
 from kvtui.live.recording import read_recording
 from differential.peers import require
 
@@ -40,6 +43,7 @@ from . import vllm_publishers as vp
 from .route_support import Front, post
 
 ROOT = Path(__file__).resolve().parents[2]
+CLIENT = ROOT / "tests" / "differential" / "etcd_client.py"
 TTL_S = 2
 PREFIXES = 6
 PREFIX_TOKENS = 3 * vp.BS  # three blocks shared, then a suffix of two of each request's own
@@ -90,6 +94,23 @@ def _first_answer(fronts, url: str, tokens: list[int], user: str, seconds: float
     pytest.fail(f"{url} did not route within {seconds} s")
 
 
+def _until_in_etcd(peer: Path, port: int, sessions: set[str], seconds: float = 30) -> None:
+    """Wait until A's writes have reached etcd: its session routes are all there. (After a
+    member is killed, the writes in flight wait for their RPC timeout, and for etcd's election
+    when it was the leader, before the next member takes them.)"""
+    keys = [sessions_key(b"kvtui/t/", b).decode() for b in range(SESSION_BUCKETS)]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = subprocess.run([str(peer / "bin" / "python"), str(CLIENT), "get", str(port), *keys],
+                             capture_output=True, text=True, timeout=30)
+        values = json.loads(got.stdout).values() if got.returncode == 0 else []
+        written = {s for v in values if v for s in msgpack.unpackb(bytes.fromhex(v), raw=False)}
+        if sessions <= written:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"A's session routes did not reach etcd in {seconds} s")
+
+
 def _decisions(recording: Path, count: int, seconds: float = 10) -> dict[str, Served]:
     """B's routed requests by session, read from its recording once all `count` are in it."""
     deadline = time.monotonic() + seconds
@@ -133,7 +154,7 @@ def test_a_standby_takes_over_routing_from_etcd_when_the_leader_stops(tmp_path, 
                 if members > 1 and half.start == 0:
                     next(iter(etcd.values())).kill()
             assert [e for e, _ in seen_by_a] == [holders[i] for i in range(PREFIXES)], seen_by_a
-            time.sleep(1.0)  # A's last batches written to etcd (one transaction per poll)
+            _until_in_etcd(peer, list(etcd)[-1], {f"a-{i}" for i in range(PREFIXES)})
             a.send_signal(stop)
             killed = time.monotonic()
             took_over = _first_answer(fronts, url_b, _prompt(0, 2), "b-0")
