@@ -18,6 +18,12 @@ Modules, one concept each:
     forensics   every missed prompt block of a routed request, with its cause
     recording   deliveries in a WAL-store recording, and reading one back
     session     the polling loop that ties them together
+    etcd_url    `--metadata etcd://HOST:PORT,...[/CLUSTER]`
+    etcd_link   aetcd's asyncio client on a thread of its own (the optional extra kvtui[etcd])
+    etcd_election  the routing lease: campaign, keep-alive, resign (Mooncake's master election)
+    etcd_snapshot  route mode's state as etcd keys, and restoring it
+    etcd_keeper the leader's writes, one fenced transaction per batch
+    etcd_backend   a takeover: the lease won, the snapshot read, the keeper attached
 
 Nothing in the engine (sim/, store/, scenario/) imports this package.
 """

@@ -54,8 +54,12 @@ LOG = logging.getLogger("kvtui.route")
 
 class RouteProxy:
     def __init__(self, host: str, port: int, router: LiveRouter, session, clock=time.time,
-                 client_timeout: float = CLIENT_TIMEOUT_S, engine_timeout: float = io.ENGINE_TIMEOUT_S):
-        self.router, self.session, self.clock = router, session, clock
+                 client_timeout: float = CLIENT_TIMEOUT_S, engine_timeout: float = io.ENGINE_TIMEOUT_S,
+                 gate=None):
+        """`gate()`: why this proxy may not route now (a router that lost its etcd lease:
+        kvtui/live/etcd_election.py), or None; every request is refused 503 while it says why."""
+        self.router, self.session, self.clock, self.gate = router, session, clock, gate
+        self.assumed_block_size = DEFAULT_BLOCK_SIZE  # until a scrape says; a standby: the leader's (etcd)
         self.client_timeout, self.engine_timeout = client_timeout, engine_timeout
         self.ready: Queue[Served] = Queue()
         self.count = 0
@@ -96,7 +100,7 @@ class RouteProxy:
 
     def block_size(self) -> int:
         sizes = [f.block_size for f in self.session.state.figures.values() if f.block_size]
-        return sizes[0] if sizes else DEFAULT_BLOCK_SIZE
+        return sizes[0] if sizes else self.assumed_block_size
 
     def adapter(self, model) -> str | None:
         """The LoRA adapter a request's `model` names, or None for the base model
@@ -237,6 +241,8 @@ def _handler(proxy: RouteProxy):
         def _route(self) -> None:
             if self.path not in ROUTED_PATHS:
                 raise Refused(404, f"route mode serves {', '.join(ROUTED_PATHS)} and /v1/models", "path")
+            if proxy.gate is not None and (why := proxy.gate()) is not None:
+                raise Refused(503, f"this kvtui no longer routes: {why}", "not the leader")
             raw = io.read_body(self.headers, self.rfile)
             body = io.completion_request(raw)
             tokens = proxy.tokens(io.tokenize_body(body))

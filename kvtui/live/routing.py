@@ -66,6 +66,7 @@ class LiveRouter:
         self.engines = [rank for e in engines for rank in e.ranks()]  # a data-parallel rank is a candidate
         self.rng = np.random.default_rng(seed)
         self.sessions: dict[str, str] = {}
+        self.touched: set[str] | None = None  # when a set: sessions routed since the last look (etcd_keeper)
 
     def route(self, state: LiveState, request: Request, block_size: int, now: float) -> Routed:
         """The policy's decision for `request` over the engines as `state` has them now."""
@@ -73,6 +74,8 @@ class LiveRouter:
         decision = self.policy.decide(request, Context(self.rng, block_size, self.sessions, now), states)
         if decision.node is not None:
             self.sessions[request.session] = decision.node
+            if self.touched is not None:
+                self.touched.add(request.session)
             self.policy.routed(request, decision.node, states)
         return Routed(request, decision, states, now)
 

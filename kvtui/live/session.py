@@ -28,15 +28,21 @@ from kvtui.live.subscriber import Subscriber
 class LiveSession:
     def __init__(self, engines: list[Engine], recorder: Recorder | None = None,
                  clock: Callable[[], float] = time.time, replay_timeout: float = 2.0,
-                 listener: Callable[[Delivery], None] | None = None):
+                 listener: Callable[[Delivery], None] | None = None, state: LiveState | None = None,
+                 expected: dict[str, int] | None = None):
+        """`state` and `expected` (the seq each engine's subscriber starts from): where a
+        standby taking over from etcd starts (kvtui/live/etcd_snapshot.py); a fresh state from 0 otherwise."""
         self.ctx = zmq.Context()
-        self.state, self.recorder, self.listener = LiveState(), recorder, listener
+        self.state = state if state is not None else LiveState()
+        self.recorder, self.listener = recorder, listener
         self.replay_timeout = replay_timeout
         self.lock = threading.Lock()  # route mode's threads read the state while this one feeds it
         ranks = [rank for e in engines for rank in e.ranks()]
         self.subscribers = [
             Subscriber(self.ctx, e.name, e.kv_events, e.replay, self.deliver, clock, replay_timeout)
             for e in ranks]
+        for s in self.subscribers:
+            s.expected = (expected or {}).get(s.name, 0)
         for e in ranks:
             self.deliver(Watching(e.name, clock()))
         for s in self.subscribers:

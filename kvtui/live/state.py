@@ -43,7 +43,7 @@ ADAPTERS_MAX = 10_000  # LoRA adapter names kept from stored events
 SILENT_AFTER_S = 10.0  # an engine that sent nothing this long after kvtui began watching is shown
 # the index's tiers: every offloaded medium (vLLM's CPU and STORAGE, SGLang's CPU_PINNED, DISK
 # and EXTERNAL) scores as CPU
-_TIER = {"GPU": "gpu", "CPU": "cpu", "STORAGE": "cpu", "CPU_PINNED": "cpu", "DISK": "cpu", "EXTERNAL": "cpu"}
+TIER = {"GPU": "gpu", "CPU": "cpu", "STORAGE": "cpu", "CPU_PINNED": "cpu", "DISK": "cpu", "EXTERNAL": "cpu"}
 
 
 @dataclass
@@ -117,6 +117,10 @@ class LiveState:
         # ("stored", engine, medium, keys, parent key, owner) / ("removed", engine, medium,
         # ((key, owner), ...)) / ("cleared", engine, keys held) / ("orphans", engine, blocks)
         self.changes: list[tuple] | None = None
+        # when a set: (engine, medium, engine hash) of every keyed block stored or let go since
+        # the last look, and (engine, None, None) when all of an engine's went (a clear, a
+        # restart): what route mode writes to etcd (kvtui/live/etcd_keeper.py)
+        self.touched: set[tuple] | None = None
 
     def engine(self, name: str) -> EngineCounts:
         if name not in self.counts:
@@ -158,9 +162,11 @@ class LiveState:
         for engine_hash, key in zip(e.block_hashes, keys):
             blocks.by_medium[e.medium][engine_hash] = key
             self.index[key].add((name, e.medium))
+            if self.touched is not None:
+                self.touched.add((name, e.medium, engine_hash))
         # a block with a parent never starts a prompt: position 1 stands for "after the first",
         # so a live session's index remembers first blocks only, not every key ever stored
-        self.kv_index.add(name, keys, _TIER[e.medium], 0 if e.parent_block_hash is None else 1)
+        self.kv_index.add(name, keys, TIER[e.medium], 0 if e.parent_block_hash is None else 1)
         self._cap(name)
         self.kv_index.prune_firsts(2 * HELD_MAX * len(self.blocks))
 
@@ -221,7 +227,9 @@ class LiveState:
         key = self.blocks[name].by_medium[medium].pop(engine_hash, None)
         if key is not None:
             self._unindex(key, (name, medium))
-            self.kv_index.remove(name, (key,), _TIER[medium])
+            self.kv_index.remove(name, (key,), TIER[medium])
+            if self.touched is not None:
+                self.touched.add((name, medium, engine_hash))
         return key
 
     def restarted(self, name: str) -> None:
@@ -248,6 +256,8 @@ class LiveState:
             held.clear()
         self.blocks[name].gpu_cells.clear()
         self.kv_index.clear(name)
+        if self.touched is not None:
+            self.touched.add((name, None, None))
 
     def _note(self, *change) -> None:
         if self.changes is not None:

@@ -7,6 +7,7 @@
     python etcd_client.py put PORT KEY VALUE       -> {"ok": true} | {"error": "..."}
     python etcd_client.py get PORT KEY MODE        -> {"value": str | null} | {"error": "..."}
                                                       MODE: serializable (local, may be stale) | linearizable
+    python etcd_client.py dump PORT KEY...         -> {"KEY": value as hex | null}
 
 Times are seconds on this process's monotonic clock, from its start; every RPC has a timeout."""
 
@@ -81,6 +82,11 @@ async def get(port: int, key: str, mode: str) -> dict:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+async def dump(port: int, keys: list[str]) -> dict:
+    async with aetcd.Client("127.0.0.1", port, timeout=2) as c:
+        return {key: None if (got := await c.get(key.encode())) is None else got.value.hex() for key in keys}
+
+
 def main() -> None:
     op, args = sys.argv[1], sys.argv[2:]
     if op == "status":
@@ -91,6 +97,8 @@ def main() -> None:
         result = asyncio.run(put(int(args[0]), args[1], args[2]))
     elif op == "get":
         result = asyncio.run(get(int(args[0]), args[1], args[2]))
+    elif op == "dump":
+        result = asyncio.run(dump(int(args[0]), args[1:]))
     else:
         result = asyncio.run(read(int(args[0]), args[1:]))
     print(json.dumps(result))

@@ -25,7 +25,6 @@ import json
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ from kvtui.events import (
 )
 from kvtui.scenario import load_scenario
 from kvtui.sim.engine import Simulation
+from tests.differential.etcd_support import etcd_members
 from tests.differential.peer_cut_proxy import Cut, PeerProxy
 from tests.differential.peers import require
 
@@ -73,16 +73,6 @@ metadata:
 """
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _client(peer: Path, *args, timeout: float = 60) -> dict:
     p = subprocess.run([str(peer / "bin" / "python"), str(CLIENT), *map(str, args)],
                        capture_output=True, text=True, timeout=timeout)
@@ -96,33 +86,18 @@ def _cluster(pre_vote: bool = False):
     yielding (peer venv, client ports, {client port: process}, cut, {client port: proxy}); each
     member's log is `<its process>.log_path`."""
     peer = require("etcd")
-    etcd = shutil.which("etcd") or "/usr/bin/etcd"
-    data = tempfile.mkdtemp(prefix="kvtui-etcd-")
-    ports = _free_ports(9)
-    clients, peers, fronts = ports[:3], ports[3:6], ports[6:]
-    names = ["m1", "m2", "m3"]
     cut = Cut()
-    proxies = {c: PeerProxy(cut, f, p) for c, f, p in zip(clients, fronts, peers)}
-    initial = ",".join(f"{n}=http://127.0.0.1:{f}" for n, f in zip(names, fronts))
-    procs = {}
+    proxies: dict[int, PeerProxy] = {}
+
+    def proxied(client: int, front: int, peer_port: int) -> None:
+        proxies[client] = PeerProxy(cut, front, peer_port)
+
     try:
-        for n, c, p, f in zip(names, clients, peers, fronts):
-            procs[c] = subprocess.Popen(
-                [etcd, "--name", n, "--data-dir", f"{data}/{n}",
-                 "--listen-client-urls", f"http://127.0.0.1:{c}", "--advertise-client-urls", f"http://127.0.0.1:{c}",
-                 "--listen-peer-urls", f"http://127.0.0.1:{p}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{f}",
-                 "--initial-cluster", initial, "--initial-cluster-state", "new", f"--pre-vote={str(pre_vote).lower()}",
-                 "--heartbeat-interval", "100", "--election-timeout", str(int(ELECTION_S * 1000))],
-                stdout=subprocess.DEVNULL, stderr=open(f"{data}/{n}.log", "wb"))
-            procs[c].log_path = Path(f"{data}/{n}.log")
-        yield peer, clients, procs, cut, proxies
+        with etcd_members(3, int(ELECTION_S * 1000), pre_vote, proxied) as procs:
+            yield peer, list(procs), procs, cut, proxies
     finally:
-        for proc in procs.values():
-            proc.kill()
-            proc.wait(timeout=10)
         for proxy in proxies.values():
             proxy.close()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture
