@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, check_vs, load
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_vs, load_run
 from kvtui.cli.crash import report_crash
 
 
@@ -21,9 +21,8 @@ def main(argv: list[str]) -> int:
     if not stdin_is_terminal():
         raise UsageError("kvtui: the interactive app needs a terminal, and stdin is not one; "
                          f"for a headless run: kvtui run {args.scenario}")
-    check_policy(args.policy)
-    scenario = load(args)
-    check_vs(args.vs, scenario)
+    spec = load_run(args)
+    check_vs(args.vs, spec)
     try:
         from kvtui.tui.app import make_app
     except ImportError:
@@ -36,9 +35,9 @@ def main(argv: list[str]) -> int:
     if args.vs:
         from kvtui.tui.compare import make_compare_app
 
-        app = make_compare_app(scenario, args.vs, seed=args.seed, policy=args.policy, theme=args.theme)
+        app = make_compare_app(spec, args.vs, theme=args.theme)
     else:
-        app = make_app(scenario, seed=args.seed, policy=args.policy, theme=args.theme)
+        app = make_app(spec, theme=args.theme)
     return run_app(app, argv)
 
 

@@ -12,6 +12,7 @@ from kvtui.files import write_output
 if TYPE_CHECKING:
     from kvtui.run.budget import RunBudget
     from kvtui.scenario import Scenario
+    from kvtui.scenario.run_spec import RunSpec
 
 
 class UsageError(Exception):
@@ -95,25 +96,18 @@ def run_budget(args) -> "RunBudget | None":
     return None if args.force else RunBudget(args.scenario)
 
 
-def check_policy(name: str | None, flag: str = "--policy") -> None:
-    """Exit 2 on an unknown policy, naming the flag that gave it (with --policy and --vs both
-    on one command line, "unknown policy 'x'" did not say which)."""
-    from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
-
-    if name is not None and name not in POLICY_NAMES:
-        raise UsageError(f"{flag}: {unknown_policy(name)}")
-
-
-def check_vs(vs: str | None, scenario) -> None:
+def check_vs(vs: str | None, spec: "RunSpec") -> None:
     """--vs: a policy, or `pattern:A|B|C` on a scenario whose store is a Raft group
-    (kvtui/scenario/patterns.py); exit 2 naming the flag otherwise."""
+    (kvtui/scenario/patterns.py); exit 2 naming the flag otherwise. The split screen's two
+    runs are resolved here, at the door, like every other run (kvtui/scenario/run_spec.py)."""
     if vs is None or not vs.startswith("pattern:"):
-        check_policy(vs, "--vs")
+        if vs is not None:
+            spec.again(vs, flag="--vs")
         return
     from kvtui.scenario.patterns import with_pattern
 
     try:
-        with_pattern(scenario, vs[len("pattern:"):])
+        with_pattern(spec.scenario, vs[len("pattern:"):])
     except ValueError as e:
         raise UsageError(f"--vs: {e}") from None
 
@@ -139,7 +133,10 @@ def name_list(text: str | None, flag: str) -> list[str] | None:
 
 
 def policy_list(text: str | None, flag: str = "--policies") -> list[str | None]:
-    """The policies `flag` names, each checked, or [None] (the scenario's own) without the flag."""
+    """The policies `flag` names, each checked before the first run starts, or [None] (the
+    scenario's own) without the flag."""
+    from kvtui.scenario.run_spec import check_policy
+
     policies: list[str | None] = []
     policies.extend(name_list(text, flag) or [None])
     for name in policies:
@@ -147,8 +144,16 @@ def policy_list(text: str | None, flag: str = "--policies") -> list[str | None]:
     return policies
 
 
-def run_once(scenario, seed: int | None = None, policy: str | None = None, label: str | None = None,
-             expected: int | None = None, budget=None) -> tuple[object, dict]:
+def load_run(args, budget: bool = True, extra: tuple[str, ...] = ()) -> "RunSpec":
+    """The door of a command that runs one scenario: load it (`load`), then resolve the run
+    under `--seed` and `--policy` once (kvtui/scenario/run_spec.py); everything after reads the spec."""
+    from kvtui.scenario.run_spec import resolve
+
+    return resolve(load(args, budget, extra), args.seed, getattr(args, "policy", None))
+
+
+def run_once(run: "RunSpec | Scenario", label: str | None = None, expected: int | None = None,
+             budget=None) -> tuple[object, dict]:
     """`kvtui.run.run_to_end` with the CLI's progress bar: the simulation and its result document.
 
     A run that takes more than a second shows a progress bar on stderr when it is a terminal
@@ -158,9 +163,11 @@ def run_once(scenario, seed: int | None = None, policy: str | None = None, label
     """
     from kvtui.cli.progress import progress_bar
     from kvtui.run import run_to_end
+    from kvtui.scenario.run_spec import as_spec
 
-    with progress_bar(label or f"{scenario.name} ({policy or scenario.router.policy})", expected=expected) as progress:
-        finished = run_to_end(scenario, seed, policy, on_progress=_both(progress, budget))
+    spec = as_spec(run)
+    with progress_bar(label or f"{spec.scenario.name} ({spec.policy})", expected=expected) as progress:
+        finished = run_to_end(spec, on_progress=_both(progress, budget))
     return finished.simulation, finished.document
 
 

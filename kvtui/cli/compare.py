@@ -81,17 +81,26 @@ def _ladder(args, policies: list[str | None]) -> tuple[list[dict], object, str]:
     steps = [load(args, extra=(f"workload.arrival.rate={_yaml_float(rate)}", "workload.arrival.schedule=[]"))
              for rate in _ladder_rates(args, load(args))]  # `schedule=[]`: the step's rate holds throughout
     costs = [cost_of(scenario) for scenario in steps]
-    plan = [(scenario, cost, name) for scenario, cost in zip(steps, costs) for name in policies]
+    plan = [(spec, cost) for scenario, cost in zip(steps, costs) for spec in _specs(args, scenario, policies)]
     runs, sim, began, estimated_done = [], None, time.perf_counter(), 0.0
-    for i, (scenario, cost, name) in enumerate(plan):
-        left = sum(c.seconds for _, c, _ in plan[i:])
+    for i, (spec, cost) in enumerate(plan):
+        left = sum(c.seconds for _, c in plan[i:])
+        rate = spec.scenario.workload.arrival.rate
         label = (f"ladder {i + 1}/{len(plan)} ETA {_eta(time.perf_counter() - began, estimated_done, left)} · "
-                 f"{scenario.workload.arrival.rate:g} {rate_unit(scenario.workload)}/s {name or scenario.router.policy}")
-        sim, doc = run_once(scenario, args.seed, name, label=label, expected=cost.requests, budget=run_budget(args))
-        doc["ladder"] = {"rate": scenario.workload.arrival.rate}
+                 f"{rate:g} {rate_unit(spec.scenario.workload)}/s {spec.policy}")
+        sim, doc = run_once(spec, label=label, expected=cost.requests, budget=run_budget(args))
+        doc["ladder"] = {"rate": rate}
         runs.append(doc)
         estimated_done += cost.seconds
     return runs, sim, rate_unit(steps[0].workload)
+
+
+def _specs(args, scenario, policies: list[str | None]) -> list:
+    """The runs of one loaded scenario, one per policy, each resolved once under `--seed`
+    (kvtui/scenario/run_spec.py) before the first of them starts."""
+    from kvtui.scenario.run_spec import resolve
+
+    return [resolve(scenario, args.seed, name, "--policies") for name in policies]
 
 
 def _eta(elapsed: float, estimated_done: float, estimated_left: float) -> str:
@@ -140,19 +149,16 @@ def main(argv: list[str]) -> int:
     elif args.sweep:
         key, values = _parse_sweep(args.sweep)
         for value in values:
-            scenario = load(args, extra=(f"{key}={value}",))
-            for name in policies:
-                sim, doc = run_once(scenario, args.seed, name, label=f"{key}={value} {name or scenario.router.policy}",
-                                    budget=run_budget(args))
+            for spec in _specs(args, load(args, extra=(f"{key}={value}",)), policies):
+                sim, doc = run_once(spec, label=f"{key}={value} {spec.policy}", budget=run_budget(args))
                 doc["label"] = f"{key.rsplit('.', 1)[-1]}={value}" + (f" {doc['policy']}" if len(policies) > 1 else "")
                 doc["sweep"] = {"key": key, "value": value}
                 runs.append(doc)
         print_table(compare_table(runs, label=key.rsplit(".", 1)[-1]))
         _print_pools(runs, key.rsplit(".", 1)[-1])
     else:
-        scenario = load(args)
-        for name in policies:
-            sim, doc = run_once(scenario, args.seed, name, budget=run_budget(args))
+        for spec in _specs(args, load(args), policies):
+            sim, doc = run_once(spec, budget=run_budget(args))
             runs.append(doc)
         print_table(compare_table(runs))
         _print_pools(runs)

@@ -15,7 +15,7 @@ from kvtui.cli.common import UsageError
 
 def check(args) -> None:
     """Usage errors of the counterfactual flags (exit 2, naming the flag)."""
-    from kvtui.cli.common import check_policy
+    from kvtui.scenario.run_spec import check_policy
     from kvtui.run.counterfactual import refusal
 
     if args.as_policy is None:

@@ -174,7 +174,7 @@ def _check_route(args) -> None:
         if args.listen is not None:
             raise UsageError("kvtui live: --listen goes with --route POLICY")
         return
-    from kvtui.cli.common import check_policy
+    from kvtui.scenario.run_spec import check_policy
     from kvtui.live.routing import route_refusal
 
     check_policy(args.route, "--route")

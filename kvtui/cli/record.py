@@ -13,7 +13,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from kvtui.cli.common import Parser, UsageError, check_policy, load, policy_help, seed_value
+from kvtui.cli.common import Parser, UsageError, load_run, policy_help, seed_value
 from kvtui.files import check_output, write_output
 from kvtui.tui.record import DEFAULT_SIZE
 
@@ -64,20 +64,17 @@ def main(argv: list[str]) -> int:
 
     args = _parser().parse_args(argv)
     size = parse_size(args.size)
-    check_policy(args.policy)
     check_svg_name(args.out)
     check_output(args.out, [args.scenario], "SVG")
     if args.steps < 0:
         raise UsageError("kvtui record: --steps must be >= 0")
-    scenario = load(args)
+    spec = load_run(args)
     svg = asyncio.run(
         render_svg(
-            scenario,
+            spec,
             steps=args.steps,
             size=size,
             theme=args.theme,
-            policy=args.policy,
-            seed=args.seed,
             until=args.until,
             jumps=args.jump,
             screen=args.screen,

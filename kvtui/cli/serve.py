@@ -14,7 +14,7 @@ import ipaddress
 import shlex
 import sys
 
-from kvtui.cli.common import Parser, UsageError, add_run_options, check_policy, check_vs, load, port_number
+from kvtui.cli.common import Parser, UsageError, add_run_options, check_vs, load_run, port_number
 
 DEFAULT_PORT = 8000
 
@@ -30,8 +30,7 @@ def main(argv: list[str]) -> int:
     port = port_number(args.port)
     if port is None:
         raise UsageError(f"kvtui serve: --port {args.port!r} is not a TCP port (1 to 65535)")
-    check_policy(args.policy)
-    check_vs(args.vs, load(args))
+    check_vs(args.vs, load_run(args))
     server_class = _server_class()
     if not is_loopback(args.host):
         print(f"kvtui serve: warning: listening on {args.host}: anyone who can reach port {port} there "

@@ -23,6 +23,7 @@ from kvtui.percentiles import percentile
 from kvtui.run.headless import run_to_end
 from kvtui.run.recorded_traffic import Traffic, replay_scenario, write_keyed_trace
 from kvtui.scenario.model import Scenario
+from kvtui.scenario.run_spec import RunSpec, resolve
 from kvtui.sim.router.registry import policy_class
 
 
@@ -101,7 +102,7 @@ class _Collector:
 def replay(traffic: Traffic, base: Scenario, policy: str, seed: int | None = None) -> Replay:
     """Simulate `traffic` on `base`'s latency model under `policy`, and measure both sides."""
     with tempfile.TemporaryDirectory(prefix="kvtui-replay-") as tmp:
-        return simulate(traffic, traffic_scenario(traffic, base, tmp), policy, seed)
+        return simulate(traffic, resolve(traffic_scenario(traffic, base, tmp), seed, policy, "--as"))
 
 
 def traffic_scenario(traffic: Traffic, base: Scenario, directory: str) -> Scenario:
@@ -111,10 +112,12 @@ def traffic_scenario(traffic: Traffic, base: Scenario, directory: str) -> Scenar
     return replay_scenario(traffic, base, trace)
 
 
-def simulate(traffic: Traffic, scenario: Scenario, policy: str, seed: int | None = None) -> Replay:
-    """Run the replay's `scenario` to its end under `policy`, and measure both sides."""
+def simulate(traffic: Traffic, spec: RunSpec) -> Replay:
+    """Run the replay (its scenario under --as, resolved: kvtui/scenario/run_spec.py) to its end,
+    and measure both sides."""
+    policy = spec.policy
     c = _Collector(len(traffic.requests))
-    finished = run_to_end(scenario, seed=seed, policy=policy, on_event=c.on_event)
+    finished = run_to_end(spec, on_event=c.on_event)
     doc = finished.document
     a = doc["routing"].get("available") or {}
     served = {n["name"]: n["requests_served"] for n in doc["nodes"]}

@@ -48,6 +48,7 @@ from kvtui.run.facts import Facts, SimulationFacts
 from kvtui.run.journal import Journal
 from kvtui.run.source import Navigable
 from kvtui.scenario.model import Scenario
+from kvtui.scenario.run_spec import RunSpec, as_spec
 from kvtui.run.checkpoint_budget import CheckpointBudget, release_freed
 from kvtui.sim.engine import Simulation
 from kvtui.sim.metrics import METRICS_EVENT_TYPES, Metrics
@@ -75,8 +76,8 @@ class _Run:
     an admission's evictions come with it), and what a viewer sees at position N is the events
     up to N, as a live or recorded run's (run/live.py) is."""
 
-    def __init__(self, scenario: Scenario, seed: int, policy: str):
-        self.sim = Simulation(scenario, seed=seed, policy=policy)
+    def __init__(self, spec: RunSpec):
+        self.sim = Simulation(spec)
         self.journal = Journal()
         self.metrics = Metrics()
         self.metrics.set_nodes([n.name for n in self.sim.nodes])
@@ -150,7 +151,7 @@ class Drive(Navigable):
 
     def __init__(
         self,
-        scenario: Scenario,
+        run: RunSpec | Scenario,
         seed: int | None = None,
         policy: str | None = None,
         every: int = 2_000,
@@ -164,9 +165,10 @@ class Drive(Navigable):
         self.budget = budget  # bytes, on top of the count (checkpoint_budget.py)
         self.near = near
         self.near_every = near_every
-        self.scenario = scenario
-        self.seed = scenario.seed if seed is None else seed
-        self.policy = policy or scenario.router.policy
+        self.spec = as_spec(run, seed, policy)  # resolved once (kvtui/scenario/run_spec.py)
+        scenario = self.scenario = self.spec.scenario
+        self.seed = self.spec.seed
+        self.policy = self.spec.policy
         self.every = every
         # A run with a fixed log directory cannot have twins writing the same files.
         fixed_dir = scenario.metadata is not None and getattr(scenario.metadata, "dir", None)
@@ -187,7 +189,7 @@ class Drive(Navigable):
 
     # ------------------------------------------------------------------ the current run
     def _fresh(self) -> _Run:
-        return _Run(self.scenario, self.seed, self.policy)
+        return _Run(self.spec)
 
     @property
     def sim(self) -> Simulation:

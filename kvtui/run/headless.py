@@ -16,6 +16,7 @@ from kvtui.events import Event
 from kvtui.run.progress import Progress, progress_of
 from kvtui.run.result import result_document
 from kvtui.scenario.model import Scenario
+from kvtui.scenario.run_spec import RunSpec
 from kvtui.sim.engine import Simulation
 
 
@@ -29,17 +30,18 @@ class Finished:
 
 
 def run_to_end(
-    scenario: Scenario,
+    run: RunSpec | Scenario,
     seed: int | None = None,
     policy: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_event: Callable[[Event], None] | None = None,
     event_types: tuple[type[Event], ...] | None = None,
 ) -> Finished:
-    """Run `scenario` to its end; `on_progress` gets numbers now and then, `on_event` every event
+    """Run a run spec (or a scenario, resolved with `seed` and `policy`: kvtui/scenario/run_spec.py)
+    to its end; `on_progress` gets numbers now and then, `on_event` every event
     (or only those of `event_types`: the others are then never built)."""
     t0 = time.perf_counter()
-    sim = Simulation(scenario, seed=seed, policy=policy)
+    sim = Simulation(run, seed=seed, policy=policy)
     if on_event is not None:
         sim.subscribe(on_event, event_types)
     tick = None if on_progress is None else (lambda _events: on_progress(progress_of(sim)))

@@ -35,6 +35,7 @@ from kvtui.run.drive import FOLDABLE, Drive
 from kvtui.run.narrate import explain
 from kvtui.run.source import Navigable
 from kvtui.scenario.model import Scenario
+from kvtui.scenario.run_spec import RunSpec, as_spec
 
 # What the "jump to next ..." commands look for.
 SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
@@ -52,9 +53,9 @@ SEEK_KINDS: dict[str, tuple[type[Event], ...]] = {
     "election": (MetadataElection,),
 }
 
-def simulation_source(scenario: Scenario, seed: int, policy: str) -> Navigable:
-    """The default source: the scenario simulated, on the app's wall clock for its budgets."""
-    return Drive(scenario, seed=seed, policy=policy, clock=time.perf_counter, budget=CheckpointBudget())
+def simulation_source(spec: RunSpec) -> Navigable:
+    """The default source: the run simulated, on the app's wall clock for its budgets."""
+    return Drive(spec, clock=time.perf_counter, budget=CheckpointBudget())
 
 
 class Run:
@@ -62,34 +63,44 @@ class Run:
 
     def __init__(
         self,
-        scenario: Scenario | None = None,
+        scenario: RunSpec | Scenario | None = None,
         seed: int | None = None,
         policy: str | None = None,
-        make_source: Callable[[Scenario, int, str], Navigable] = simulation_source,
+        make_source: Callable[[RunSpec], Navigable] = simulation_source,
         source: Navigable | None = None,
         name: str = "",
     ):
-        """A simulation of `scenario` (its source made by `make_source`), or `source` as it is
-        (real engines, kvtui/run/live.py), called `name`."""
+        """A simulation of a run spec, or of `scenario` resolved with `seed` and `policy` (its
+        source made by `make_source`), or `source` as it is (real engines, kvtui/run/live.py),
+        called `name`."""
         if scenario is None and source is None:
             raise ValueError("a run needs a scenario or a source")
-        self.scenario = scenario
-        self.seed = (scenario.seed if scenario is not None else 0) if seed is None else seed
-        self.policy = policy or (scenario.router.policy if scenario is not None else "")
+        self.spec = None if scenario is None else as_spec(scenario, seed, policy)
+        self.scenario = None if self.spec is None else self.spec.scenario
         self.make_source = make_source
-        self.name = scenario.name if scenario is not None else name
+        self.name = self.scenario.name if self.scenario is not None else name
         self.generation = -1
         self.fold = True  # single steps skip stored / batch events
         self._given = source
         self._build()
+
+    @property
+    def seed(self) -> int:
+        """The run's seed (0 for real engines, which have none)."""
+        return self.spec.seed if self.spec is not None else 0
+
+    @property
+    def policy(self) -> str:
+        """The policy routing the run ("" for real engines: theirs is not known here)."""
+        return self.spec.policy if self.spec is not None else ""
 
     # ------------------------------------------------------------------ lifecycle
     def _build(self) -> None:
         if self._given is not None:
             self.source, self._given = self._given, None
         else:
-            assert self.scenario is not None
-            self.source = self.make_source(self.scenario, self.seed, self.policy)
+            assert self.spec is not None
+            self.source = self.make_source(self.spec)
         self.current: Event | None = None  # the event the explanation panel is about
         self._moved()
 
@@ -112,10 +123,8 @@ class Run:
         source that can restart does (a simulation)."""
         if not self.can("restart"):
             return
-        if policy is not None:
-            self.policy = policy
-        if seed is not None:
-            self.seed = seed
+        assert self.spec is not None
+        self.spec = self.spec.again(policy, seed)
         self.close()
         self._build()
 
@@ -154,7 +163,7 @@ class Run:
     @property
     def written_for(self) -> str:
         """The policy the scenario (and its story) was written for."""
-        return self.scenario.router.policy if self.scenario is not None else self.policy
+        return self.spec.written_for if self.spec is not None else self.policy
 
     # ------------------------------------------------------------------ what the source keeps
     @property

@@ -46,7 +46,7 @@ from kvtui.scenario.schema import (
     unknown_key_message,
 )
 from kvtui.profiles import gb, tp_problem
-from kvtui.scenario.plan import node_plans
+from kvtui.scenario.plan import NodePlan, node_plans
 from kvtui.scenario.roles import check_roles
 from kvtui.scenario.serving import profile_catalog
 
@@ -578,12 +578,13 @@ def _check_scenario(scenario: Scenario, b: _Builder) -> None:
     if _node_names_built(b):
         _check_node_references(scenario, b)
     _check_profile_names(scenario, b)
-    _check_capacity(scenario, b)
+    plans = node_plans(scenario)  # once for the capacity and the roles checks
+    _check_capacity(scenario, plans, b)
     _check_groups(scenario, b)
     _check_story(scenario, b)
     _check_router(scenario, b)
     if b.is_clean("cluster.nodes"):
-        check_roles(scenario, b.report_at)
+        check_roles(scenario, plans, b.report_at)
     if b.is_clean("metadata") and b.is_clean("events"):
         check_replication(scenario, b.report_at)
 
@@ -683,7 +684,7 @@ def _check_profile_names(scenario: Scenario, b: _Builder) -> None:
         check(f"cluster.nodes[{i}].hardware", spec.hardware, hardware, "hardware")
 
 
-def _check_capacity(scenario: Scenario, b: _Builder) -> None:
+def _check_capacity(scenario: Scenario, plans: list[NodePlan], b: _Builder) -> None:
     """Each node must fit on its GPUs at gpu_memory_utilization, as vLLM sizes them.
 
     Per GPU: weights/TP + activations + KV (derived, or the forced `kv_blocks`) must fit in
@@ -693,7 +694,7 @@ def _check_capacity(scenario: Scenario, b: _Builder) -> None:
     model = profile_catalog(scenario)[1].get(scenario.model)
     if model is None or not (b.is_clean("model") and b.is_clean("cluster.block_size")):
         return
-    for i, plan in enumerate(node_plans(scenario)):
+    for i, plan in enumerate(plans):
         path, spec, hw = f"cluster.nodes[{i}]", plan.spec, plan.hardware
         hw_path = f"{path}.hardware" if spec.hardware is not None else "cluster.hardware"
         if hw is None or not (b.is_clean(path) and b.is_clean(hw_path)):

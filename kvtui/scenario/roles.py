@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Callable
 
 from kvtui.scenario.model import Scenario
-from kvtui.scenario.plan import node_plans
+from kvtui.scenario.plan import NodePlan
 from kvtui.scenario.policies import PAIRED_POLICIES, POLICIES
 from kvtui.scenario.links import link_problem
 
 Report = Callable[[str, str], None]
 
 
-def check_roles(scenario: Scenario, report: Report) -> None:
+def check_roles(scenario: Scenario, plans: list[NodePlan], report: Report) -> None:
     nodes = scenario.cluster.nodes
     roles = [spec.role for spec in nodes]
     if all(role == "both" for role in roles):
@@ -27,12 +27,11 @@ def check_roles(scenario: Scenario, report: Report) -> None:
     for missing, role in (("prefill", "decode"), ("decode", "prefill")):
         if all(r == role for r in roles):
             report("cluster.nodes", f"cluster.nodes: no node can {missing} (every node has role: {role})")
-    _check_links(scenario, report)
+    _check_links(plans, report)
 
 
-def _check_links(scenario: Scenario, report: Report) -> None:
+def _check_links(plans: list[NodePlan], report: Report) -> None:
     """Every prefill-capable -> decode-capable pair needs a bandwidth on its path."""
-    plans = node_plans(scenario)
     for i, src in enumerate(plans):
         for dst in plans:
             if src is dst or src.spec.role == "decode" or dst.spec.role == "prefill":

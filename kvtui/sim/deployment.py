@@ -10,6 +10,8 @@ sharded over its GPUs, as a vLLM engine with `--tensor-parallel-size` is.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from kvtui.scenario.model import Scenario
 from kvtui.scenario.plan import NodePlan
 from kvtui.scenario.serving import iteration_overhead_s, output_lag_steps, profile_catalog
@@ -44,7 +46,7 @@ def node_offload(plan: NodePlan) -> OffloadSpec | None:
     return OffloadSpec(plan.cpu_blocks, plan.block_load_s)
 
 
-def node_links(scenario: Scenario, plans: list[NodePlan]) -> tuple[dict[tuple[str, str], Link], dict[str, int]]:
+def node_links(scenario: Scenario, plans: Sequence[NodePlan]) -> tuple[dict[tuple[str, str], Link], dict[str, int]]:
     """The KV links of a disaggregated cluster and each decode node's bytes per block."""
     _, models = profile_catalog(scenario)
     return build_links(plans, models[scenario.model], scenario.cluster.block_size)

@@ -30,7 +30,7 @@ from kvtui.events import (
     SimulationEnded,
 )
 from kvtui.scenario.model import Scenario, ScriptedEvent
-from kvtui.scenario.plan import node_plans
+from kvtui.scenario.run_spec import RunSpec, as_spec
 from kvtui.scenario.serving import request_overhead_s
 from kvtui.sim.bus import Bus, Listener
 from kvtui.profiles import FSYNC_S
@@ -50,10 +50,13 @@ nothing next to the events themselves."""
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, seed: int | None = None, policy: str | None = None):
-        self.scenario = scenario
-        self.seed = scenario.seed if seed is None else seed
-        self.policy_name = policy or scenario.router.policy
+    def __init__(self, run: RunSpec | Scenario, seed: int | None = None, policy: str | None = None):
+        """The simulation of a resolved run (kvtui/scenario/run_spec.py); a bare scenario, with
+        seed and policy, is resolved there first."""
+        self.spec = spec = as_spec(run, seed, policy)
+        scenario = self.scenario = spec.scenario
+        self.seed = spec.seed
+        self.policy_name = spec.policy
         self.env = event_loop.environment()
         self.bus = Bus(self.env)
         root = np.random.SeedSequence(self.seed)
@@ -69,7 +72,7 @@ class Simulation:
 
         self.nodes: list[Node] = []
         self.node_by_name: dict[str, Node] = {}
-        plans = node_plans(scenario)
+        plans = spec.plans
         for plan in plans:
             node = Node(
                 plan.spec,

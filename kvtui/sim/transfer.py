@@ -34,6 +34,8 @@ schedules the end of each transfer (kvtui/sim/handoff.py).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from kvtui.errors import InputError
 from kvtui.profiles import Model
 from kvtui.scenario.links import LinkSpec, block_bytes, link_problem, link_spec
@@ -65,7 +67,7 @@ class Link:
         return start - now, seconds
 
 
-def build_links(plans: list[NodePlan], model: Model, block_size: int) -> tuple[dict[tuple[str, str], Link], dict[str, int]]:
+def build_links(plans: Sequence[NodePlan], model: Model, block_size: int) -> tuple[dict[tuple[str, str], Link], dict[str, int]]:
     """A link for every (prefill-capable, decode-capable) pair of distinct nodes, and each decode-
     capable node's bytes per block."""
     sources = [p for p in plans if p.spec.role != "decode"]

@@ -119,9 +119,9 @@ def base_seed(path: str, overrides: list[str], seed: int | None) -> int:
     Loading here also checks the scenario file itself up front: a broken file is bad input
     (exit 2), while a grid value that breaks validation is one failed run among the others."""
     from kvtui.scenario import load_scenario
+    from kvtui.scenario.run_spec import seed_of
 
-    scenario = load_scenario(path, overrides)
-    return int(seed) if seed is not None else int(scenario.seed)
+    return seed_of(load_scenario(path, overrides), seed)
 
 
 def shadowed_rate(path: str, overrides: list[str], axes: list[Axis]) -> str | None:

@@ -56,13 +56,14 @@ def execute(spec: RunSpec) -> Outcome:
     from kvtui.run import run_to_end
     from kvtui.run.budget import enforce_budget
     from kvtui.scenario import load_scenario
+    from kvtui.scenario.run_spec import resolve
 
     worker = f"{socket.gethostname()}:{os.getpid()}"
     cpu0 = time.process_time()
     try:
         scenario = load_scenario(spec.scenario, spec.all_overrides(), limits=True)
         budget = enforce_budget(spec.scenario, scenario, spec.force)
-        doc = run_to_end(scenario, spec.seed, spec.policy, on_progress=budget).document
+        doc = run_to_end(resolve(scenario, spec.seed, spec.policy, "--policies"), on_progress=budget).document
     except InputError as e:
         return Outcome(spec.index, error_line(spec, e.render()), False, 0.0, worker)
     except Exception as e:  # a bug in one cell must not cost the other runs

@@ -32,7 +32,8 @@ from textual.widgets import Footer
 from kvtui.errors import InputError
 from kvtui.events import Event, RouteDecided
 from kvtui.scenario.model import Scenario
-from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
+from kvtui.scenario.policies import POLICY_NAMES
+from kvtui.scenario.run_spec import RunSpec
 from kvtui.tui.commands import KvtuiCommands
 from kvtui.tui.controls import bindings, help_rows, palette
 from kvtui.run import SEEK_KINDS, Navigable, Run
@@ -804,13 +805,14 @@ def _freeze_heap(thaw: bool = False) -> None:
 
 
 def make_app(
-    scenario: Scenario,
+    scenario: RunSpec | Scenario,
     seed: int | None = None,
     policy: str | None = None,
     theme: str | None = None,
     fps: int = FPS,
 ) -> KvtuiApp:
-    """The app for a scenario (shared by the CLI, `kvtui record` and the tests)."""
+    """The app for a run spec, or a scenario resolved with `seed` and `policy` (shared by the
+    CLI, `kvtui record` and the tests)."""
     themes = load_themes()
     known = [t.name for t in themes] or ["dark"]
     if theme is not None and theme not in known:
@@ -820,8 +822,6 @@ def make_app(
             raise InputError.one(
                 "--theme", None, f"unknown theme {theme!r}; known: {', '.join(known)} (and Textual's: {', '.join(sorted(BUILTIN_THEMES))})"
             )
-    if policy is not None and policy not in POLICY_NAMES:
-        raise InputError.one("--policy", None, unknown_policy(policy))
     return KvtuiApp(Run(scenario, seed=seed, policy=policy), theme=theme, themes=themes, fps=fps)
 
 

@@ -29,6 +29,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
 from kvtui.scenario.model import Scenario
+from kvtui.scenario.run_spec import RunSpec, resolve
 from kvtui.scenario.patterns import pattern_of, with_pattern
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
@@ -366,24 +367,25 @@ HELP_PANELS = (
 )
 
 
-def make_compare_app(scenario: Scenario, vs: str, seed: int | None = None, policy: str | None = None,
+def make_compare_app(scenario: RunSpec | Scenario, vs: str, seed: int | None = None, policy: str | None = None,
                      theme: str | None = None, fps: int = FPS) -> CompareApp:
+    """The split screen; its two runs resolved as every run is (kvtui/scenario/run_spec.py): a
+    bad --policy or --vs policy is refused there, naming its flag, a pattern the scenario
+    cannot take here."""
     from kvtui.errors import InputError
-    from kvtui.scenario.policies import POLICY_NAMES, unknown_policy
 
-    for flag, name in (("--vs", vs), ("--policy", policy)):
-        if name is not None and name.startswith(PATTERN) and flag == "--vs":
-            try:
-                with_pattern(scenario, name[len(PATTERN):])
-            except ValueError as e:
-                raise InputError.one(flag, None, str(e)) from None
-        elif name is not None and name not in POLICY_NAMES:
-            raise InputError.one(flag, None, unknown_policy(name))
+    if vs.startswith(PATTERN):
+        try:
+            with_pattern(scenario.scenario if isinstance(scenario, RunSpec) else scenario, vs[len(PATTERN):])
+        except ValueError as e:
+            raise InputError.one("--vs", None, str(e)) from None
     left = Run(scenario, seed=seed, policy=policy)
+    spec = left.spec
+    assert spec is not None
     if vs.startswith(PATTERN):  # the same policy, the right side's Raft group as another pattern
-        right = Run(with_pattern(scenario, vs[len(PATTERN):]), seed=left.seed, policy=left.policy)
-        labels = (f"pattern {pattern_of(scenario) or 'as written'}", f"pattern {vs[len(PATTERN):]}")
+        right = Run(resolve(with_pattern(spec.scenario, vs[len(PATTERN):]), spec.seed, spec.policy))
+        labels = (f"pattern {pattern_of(spec.scenario) or 'as written'}", f"pattern {vs[len(PATTERN):]}")
     else:
-        right = Run(scenario, seed=left.seed, policy=vs)
+        right = Run(spec.again(vs, flag="--vs"))
         labels = (left.policy, right.policy)
-    return CompareApp(left, right, labels, scenario.name, theme=theme, fps=fps)
+    return CompareApp(left, right, labels, spec.scenario.name, theme=theme, fps=fps)

@@ -26,6 +26,7 @@ from kvtui.run.counterfactual import Replay, simulate, table_rows, traffic_scena
 from kvtui.run.live import LiveSource
 from kvtui.run.recorded_traffic import Traffic
 from kvtui.scenario.model import Scenario
+from kvtui.scenario.run_spec import resolve
 from kvtui.tui.compare import FPS, CompareApp
 
 HELP_PANELS = (
@@ -77,10 +78,10 @@ def make_counterfactual_app(traffic: Traffic, deliveries, base: Scenario, policy
     traffic simulated under `policy` on `base`'s latency model."""
     directory = tempfile.mkdtemp(prefix="kvtui-replay-")
     try:
-        scenario = traffic_scenario(traffic, base, directory)
-        figures = simulate(traffic, scenario, policy, seed)
+        spec = resolve(traffic_scenario(traffic, base, directory), seed, policy, "--as")  # both runs of the simulated side
+        figures = simulate(traffic, spec)
         recorded = Run(source=LiveSource(deliveries), name=f"replay {traffic.path}")
-        simulated = Run(scenario, seed=seed, policy=policy)
+        simulated = Run(spec)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise

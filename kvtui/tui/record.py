@@ -45,7 +45,8 @@ async def render_svg(
     crash: bool = False,
     after_crash_steps: int = 0,
 ) -> str:
-    """Run the app headless, drive it, and return the screenshot (SVG text)."""
+    """Run the app on `scenario` (a run spec, or a scenario resolved with `seed` and `policy`)
+    headless, drive it, and return the screenshot (SVG text)."""
     from kvtui.tui.app import make_app
 
     app = make_app(scenario, seed=seed, policy=policy, theme=theme, fps=0)
@@ -78,5 +79,5 @@ async def render_svg(
         app.refresh_panels(force=True)
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
-        svg = app.export_screenshot(title=title or f"kvtui {scenario.name}")
+        svg = app.export_screenshot(title=title or f"kvtui {app.runner.name}")
     return _stable_svg(svg)
