@@ -13,6 +13,7 @@ number of scenarios (the by-hand campaign runs it large).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,9 @@ from hypothesis import strategies as st
 from cost_support import FACTOR, cost_of, describe, measure
 from fuzz_support import fuzz_settings
 from kvtui.scenario import load_scenario
+
+RATIOS = os.environ.get("KVTUI_COST_RATIOS")
+"""A file to append each scenario's measured / estimated ratios to (the by-hand distribution)."""
 
 MIN_MEASURABLE_S = 0.05
 """Below this the estimate's time is not judged (a timer's and the allocator's noise)."""
@@ -164,6 +168,10 @@ def _check(doc: dict, tmp: Path) -> None:
     cost = cost_of(scenario)
     got = measure(scenario)
     time_ratio, memory_ratio = got.ratios(cost)
+    if RATIOS:  # the by-hand distribution: one JSON line per scenario
+        with open(RATIOS, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"name": doc["name"], "cpu_s": got.cpu_s, "estimate_s": cost.seconds, "time": time_ratio,
+                                "memory": memory_ratio}) + "\n")
     assert memory_ratio <= FACTOR, describe(scenario, cost, got)
     if got.cpu_s >= MIN_MEASURABLE_S:
         assert time_ratio <= FACTOR, describe(scenario, cost, got)
