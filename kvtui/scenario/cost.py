@@ -19,12 +19,15 @@ time and peak traced memory stay within `FACTOR` of the estimate, at a small siz
 - per block a request touches (tokens / `block_size`, so `block_size: 1` costs what it should):
   keys, allocation, index updates (`SECONDS_PER_REQUEST_BLOCK`, `BYTES_PER_KEY`);
 - per pool block, built up front (`SECONDS_PER_BLOCK`, `BYTES_PER_BLOCK`);
-- roofline: per scheduler step (`SECONDS_PER_ITERATION`);
+- per engine step (`SECONDS_PER_STEP`) and per iteration within one (`SECONDS_PER_ITERATION`),
+  both models: `_steps`. At `block_size: 1`, or when the KV pool (not `max_num_seqs`) bounds
+  the batch, every iteration is a step; a batch holds no more requests than fit the pool;
 - shared_prefix: per user (num_groups x prompts per group), whose prompt is drawn and held;
 - the control-plane store (`metadata:`): its records (a few per request, more as requests span
-  more blocks: `BLOCKS_PER_RECORD`), an fsync per record (`always`) or per sim instant
-  (`batch`), and a snapshot of the cached blocks each `snapshot_every` records
-  (`SECONDS_PER_SNAPSHOT_BLOCK`);
+  more blocks: `BLOCKS_PER_RECORD`, and one per step that fills a block), an fsync per record
+  (`always`) or per sim instant with records (`batch`: one per such step), a snapshot of the
+  cached blocks each `snapshot_every` records (`SECONDS_PER_SNAPSHOT_BLOCK`), and per
+  `control_plane_crash` the recovery's passes over the cached entries (`SECONDS_PER_CRASH_ENTRY`);
 - traces: the scan that validates one reads every request, so a trace's requests, their
   lengths and the weka `copies` are known exactly (`TraceShape`), not guessed.
 
@@ -58,13 +61,15 @@ SECONDS_PER_REQUEST = 0.002
 SECONDS_PER_NODE_CHOICE = 2e-5  # a router scores every node for every request
 SECONDS_PER_REQUEST_BLOCK = 2e-6
 SECONDS_PER_BLOCK = 4e-7
-SECONDS_PER_ITERATION = 1e-4  # roofline: one scheduler step (measured 63 us on a 400k-token prefill in 16-token chunks)
+SECONDS_PER_STEP = 2e-5  # a node's step: plan, commit, publish (measured 12 us a step, weka at 3 requests a batch)
+SECONDS_PER_ITERATION = 2e-6  # one more decode iteration inside a step (its timing and block work)
 SECONDS_PER_USER = 2e-5
 SECONDS_PER_RECORD = 3e-5
 BLOCKS_PER_RECORD = 64  # measured: ~5 records per request of ~380 blocks, ~51 at ~6,000
 SECONDS_PER_FSYNC = 2e-3  # measured 0.13 ms alone, 5-10 ms with the disk shared: a pessimist's figure
 SECONDS_PER_SNAPSHOT = 5e-4  # a snapshot file written (and fsynced): 3.1x under at 1e-4 with fsync always, snapshot_every 1
 SECONDS_PER_SNAPSHOT_BLOCK = 1.5e-7
+SECONDS_PER_CRASH_ENTRY = 1e-6  # a crash's passes over the stored state (five, see _store_seconds)
 
 BYTES_PER_RUN = 500_000  # a tiny weka run peaked at 1.1 MB (its files parsed)
 BYTES_PER_BLOCK = 200
@@ -160,27 +165,34 @@ def _request_blocks(scenario: Scenario, cost: Cost, load: Load) -> float:
 
 def _seconds(scenario: Scenario, cost: Cost, load: Load) -> float:
     nodes = len(scenario.cluster.nodes)
+    steps = _steps(scenario, cost, load)
     return (SECONDS_PER_RUN + nodes * SECONDS_PER_NODE + cost.requests * (SECONDS_PER_REQUEST + nodes * SECONDS_PER_NODE_CHOICE)
             + _request_blocks(scenario, cost, load) * SECONDS_PER_REQUEST_BLOCK
             + cost.peak_blocks * SECONDS_PER_BLOCK + load.users * SECONDS_PER_USER
-            + _iterations(scenario, cost.requests, load.mean_context, load.mean_output) * SECONDS_PER_ITERATION
-            + _store_seconds(scenario, cost, load))
+            + steps.iterations * SECONDS_PER_ITERATION + steps.steps * SECONDS_PER_STEP
+            + _store_seconds(scenario, cost, load, steps))
 
 
-def _store_seconds(scenario: Scenario, cost: Cost, load: Load) -> float:
+def _store_seconds(scenario: Scenario, cost: Cost, load: Load, steps: Steps) -> float:
     """The control-plane store: a record per KV event (a few per request, more as requests span
-    more blocks), fsyncs by the policy, and a snapshot of the cached blocks every
-    `snapshot_every` records (taken at a group commit)."""
+    more blocks, and one per engine step that stores blocks: at `block_size: 1` every decode
+    iteration fills one), fsyncs by the policy (`batch`: one group commit per sim instant with
+    records, so one per storing step), a snapshot of the cached blocks every `snapshot_every`
+    records (taken at a group commit), and per `control_plane_crash` the recovery's passes over
+    the cached entries (kvtui/sim/control_plane.py: the digest before, the replay, the state read
+    back, the digest after, the router's index rebuilt)."""
     meta = scenario.metadata
     if meta is None:
         return 0.0
-    records = 2 * cost.requests + _request_blocks(scenario, cost, load) / BLOCKS_PER_RECORD
-    fsyncs = {"always": records, "batch": 2 * cost.requests, "never": 0.0}[meta.fsync]
+    records = 2 * cost.requests + _request_blocks(scenario, cost, load) / BLOCKS_PER_RECORD + steps.storing
+    fsyncs = {"always": records, "batch": 2 * cost.requests + steps.storing, "never": 0.0}[meta.fsync]
     fsyncs += records / meta.snapshot_every if meta.fsync == "always" else 0.0  # each snapshot synced too
     cached = min(cost.peak_blocks, _request_blocks(scenario, cost, load))
     snapshots = records / meta.snapshot_every
+    crashes = sum(1 for ev in scenario.events if ev.action == "control_plane_crash")
     return (records * SECONDS_PER_RECORD + fsyncs * SECONDS_PER_FSYNC
-            + snapshots * (SECONDS_PER_SNAPSHOT + cached * SECONDS_PER_SNAPSHOT_BLOCK))
+            + snapshots * (SECONDS_PER_SNAPSHOT + cached * SECONDS_PER_SNAPSHOT_BLOCK)
+            + crashes * cached * SECONDS_PER_CRASH_ENTRY)
 
 
 def _memory(scenario: Scenario, cost: Cost, load: Load) -> float:
@@ -191,16 +203,47 @@ def _memory(scenario: Scenario, cost: Cost, load: Load) -> float:
             + held_keys * BYTES_PER_KEY + load.users * load.user_tokens * BYTES_PER_USER_TOKEN)
 
 
-def _iterations(scenario: Scenario, requests: int, mean_context: float, mean_output: float) -> float:
-    """roofline: scheduler steps. A step's token budget (`max_num_batched_tokens`) is shared by
-    everything in it, so prefill takes prompt tokens / budget steps whatever the batching; decode
-    takes a step per output token, shared by up to `max_num_seqs` requests. The smallest node
-    counts (a pessimist's choice). The linear model serves a request in one go: no steps."""
-    if scenario.latency.model != "roofline" or not scenario.cluster.nodes:
-        return 0.0
-    budget = min(n.max_num_batched_tokens for n in scenario.cluster.nodes)
-    seqs = min(n.max_num_seqs for n in scenario.cluster.nodes)
-    return requests * (mean_context / budget + mean_output / seqs)
+@dataclass(frozen=True)
+class Steps:
+    """The engine's work in steps, all nodes together: `iterations` (scheduler iterations),
+    `steps` (turns of a node's loop: one iteration, or a segment of up to `block_size` decode
+    iterations) and `storing` (steps that fill a block: a KV event, a store record)."""
+
+    iterations: float = 0.0
+    steps: float = 0.0
+    storing: float = 0.0
+
+
+def _steps(scenario: Scenario, cost: Cost, load: Load) -> Steps:
+    """Scheduler iterations and engine steps (kvtui/sim/node.py).
+
+    Prefill takes prompt tokens / `max_num_batched_tokens` iterations whatever the batching;
+    decode takes an iteration per output token, shared by the batch: at most `max_num_seqs`
+    requests (1 for the linear model, which serves one request at a time), and at most the
+    requests whose whole sequences fit the node's KV pool (vLLM admits a request only when its
+    whole sequence fits: a weka replay of 130k-token conversations batches 3 per node, not 64).
+    The smallest node counts (a pessimist's choice).
+
+    A step runs up to `block_size` decode iterations only while nothing can change in it; at
+    `block_size: 1`, or when the pool bounds the batch (requests wait for blocks and every
+    iteration may admit one), each iteration is a step. Arrivals and completions cut segments
+    (two per request). A step stores blocks when it fills one: every prefill chunk, and a decode
+    step per `block_size` iterations."""
+    nodes = scenario.cluster.nodes
+    if not nodes or not cost.requests:
+        return Steps()
+    bs = scenario.cluster.block_size
+    budget = min(n.max_num_batched_tokens for n in nodes)
+    seqs = 1 if scenario.latency.model == "linear" else min(n.max_num_seqs for n in nodes)
+    sequence_blocks = max(1.0, (load.mean_context + load.mean_output) / bs)
+    fit = max(1.0, math.floor(min(plan.kv_blocks for plan in node_plans(scenario)) / sequence_blocks))
+    batch = min(seqs, fit)
+    prefill = cost.requests * max(1.0, math.ceil(load.mean_context / budget))
+    decode = cost.requests * load.mean_output / batch
+    every_iteration = bs == 1 or fit < seqs
+    steps = prefill + (decode if every_iteration else decode / bs + 2 * cost.requests)
+    storing = prefill + min(decode / bs + cost.requests, steps - prefill)
+    return Steps(prefill + decode, steps, storing)
 
 
 # ---------------------------------------------------------------------------------------------
