@@ -7,13 +7,19 @@ chosen node is marked → (so the pick reads without colour).
 Rows are sorted by score (the pick first, ineligible nodes last) with a `behind` column, the
 candidate's distance from the pick, so the runner-up and its margin read at a glance. Every
 node is listed; the table scrolls (both ways) inside its panel, and its columns are fitted to
-the panel's width: two-space gaps, then one, then shortened feature names.
+the panel's width: two-space gaps, then one, then shortened feature names. When even that is
+wider than the panel (a policy with many features beside a 120-column screen's maps) the table
+turns: one column per candidate, best first, one row per column name, so every name stays on
+screen and the pick sits beside its runners-up; candidates past the edge scroll. The heading
+line above it (request → node, policy, score, margin) wraps rather than being cut.
 
 Drawn as plain aligned text rather than a DataTable: it is rebuilt several times a second
 while playing, and a few lines of text cost almost nothing to draw.
 """
 
 from __future__ import annotations
+
+import textwrap
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -72,6 +78,27 @@ def fit_table(ev: RouteDecided, width: int) -> tuple[list[str], list[str], list]
     return head, lines, ranked(ev)
 
 
+def turned_table(ev: RouteDecided) -> tuple[list[str], list[tuple[int, int]]]:
+    """The table turned: a column per candidate, best first, and a row per column name ("node"
+    heads the candidates). Returns the lines and each candidate column's (start, end); a
+    note is cut to its column, and the cut ones follow the table in full."""
+    header, rows = candidate_rows(ev)
+    first = max(len(h) for h in header)
+    widths = [max(len(r[i]) for i in range(len(header) - 1)) for r in rows]  # the note does not widen a column
+    spans, x = [], first + 1
+    for w in widths:
+        spans.append((x, x + w))
+        x += w + 1
+
+    def cell(text: str, w: int) -> str:
+        return text.rjust(w) if len(text) <= w else text[: w - 1] + "…"
+
+    lines = [" ".join([header[i].strip().ljust(first), *(cell(r[i], w) for r, w in zip(rows, widths))])
+             for i in range(len(header))]
+    lines += [f"{r[0].strip()}: {r[-1]}" for r, w in zip(rows, widths) if len(r[-1]) > w]
+    return lines, spans
+
+
 def decision_line(ev: RouteDecided) -> str:
     """One line above the table: whose decision, the margin to the runner-up, staleness."""
     eligible = sum(1 for c in ev.candidates if c.eligible)
@@ -85,7 +112,9 @@ def decision_line(ev: RouteDecided) -> str:
         lead = "picked by rule, no runner-up score"
     else:
         lead = f"margin {fmt_score(ev.margin)} over the runner-up"
-    line = f"{ev.request} · {ev.policy} · {lead}"
+    pick = f"{ev.request} → {ev.node}" if ev.node is not None else f"{ev.request} refused"
+    score = next((c.score for c in ev.candidates if c.node == ev.node and c.eligible), None)
+    line = f"{pick} · {ev.policy}" + ("" if score is None else f" · score {fmt_score(score)}") + f" · {lead}"
     return line + (f" · STALE: {ev.stale}" if ev.stale else "")
 
 
@@ -145,11 +174,27 @@ class CandidateTable(ScrollableContainer):
         pick_style = self.get_component_rich_style("candidates--pick")
         out_style = self.get_component_rich_style("candidates--out")
         text = Text(no_wrap=True)
-        text.append(decision_line(ev), out_style)
+        text.append("\n".join(textwrap.wrap(decision_line(ev), width, subsequent_indent="  ")), out_style)
         text.append("\n")
+        if max(len(x) for x in [head, *lines]) > width:
+            return self._turned(text, ev, cands)
         text.append(head, head_style)
         for line, c in zip(lines, cands):
             text.append("\n")
             style = pick_style if c.node == ev.node else (out_style if not c.eligible else "")
             text.append(line, style)
+        return text
+
+    def _turned(self, text: Text, ev: RouteDecided, cands: list) -> Text:
+        """The turned table (see `turned_table`), the pick's column and ineligible ones styled."""
+        lines, spans = turned_table(ev)
+        for i, line in enumerate(lines):
+            start = len(text)
+            text.append(line, self.get_component_rich_style("candidates--header") if i == 0 else "")
+            for (a, b), c in zip(spans, cands):
+                if c.node == ev.node or not c.eligible:
+                    style = "candidates--pick" if c.node == ev.node else "candidates--out"
+                    text.stylize(self.get_component_rich_style(style), start + a, start + min(b, len(line)))
+            text.append("\n")
+        text.rstrip()
         return text
