@@ -41,8 +41,9 @@ class DecisionLog(LogList):
 
     def tick(self, frame) -> None:
         """The panels' tick (tui/panels.py): the run's new decisions, under a heading naming the
-        policy whose score and reason the lines give."""
-        heading = f"{'time':>8} {'request':<8} → {'node':<7} {'score':>6}  {frame.run.policy or 'policy'}: why"
+        policy whose score and reason the lines give (over the time and request columns, which
+        read without one: at 120 columns the panel has no room for both)."""
+        heading = f"{frame.run.policy or 'policy':<17} → {'node':<7} {'score':>6}  why"
         if heading != self.heading:
             self.heading = heading
             self._resize()

@@ -23,6 +23,8 @@ from textual.strip import Strip
 
 from kvtui.events import Event
 
+HEADING_FROM = 6  # rows from which a list shows its heading
+
 
 class LogList(ScrollView, can_focus=True):
     DEFAULT_CSS = """
@@ -128,8 +130,9 @@ class LogList(ScrollView, can_focus=True):
 
     @property
     def _top(self) -> int:
-        """Rows above the items: the heading's."""
-        return 1 if self.heading else 0
+        """Rows above the items: the heading's, when the list has room for it (at 80x24 the
+        narrow layout leaves a log four rows: they go to the items)."""
+        return 1 if self.heading and self.scrollable_content_region.height >= HEADING_FROM else 0
 
     def _rows(self) -> int:
         """Rows the items have on screen (below the heading)."""
