@@ -15,8 +15,7 @@ import pytest
 from kvtui.events import RouteDecided
 from kvtui.scenario import load_scenario
 from kvtui.tui.app import make_app
-from kvtui.tui.widgets.candidates import candidate_rows
-from kvtui.tui.widgets.decision_log import pick_score
+from kvtui.tui.widgets.candidates import candidate_rows, pick_score
 from screen_support import screen_text
 
 HERE = Path(__file__).resolve().parent

@@ -108,6 +108,12 @@ def turned_table(ev: RouteDecided, width: int) -> tuple[list[str], list[tuple[in
     return lines + _notes_below(rows, widths, width), spans
 
 
+def pick_score(ev: RouteDecided) -> str:
+    """The chosen candidate's score in the policy's own units ("-" when refused or unscored)."""
+    score = next((c.score for c in ev.candidates if c.node == ev.node and c.eligible), None)
+    return "-" if score is None else fmt_score(score)
+
+
 def decision_line(ev: RouteDecided) -> str:
     """One line above the table: whose decision, the margin to the runner-up, staleness."""
     eligible = sum(1 for c in ev.candidates if c.eligible)
@@ -122,8 +128,8 @@ def decision_line(ev: RouteDecided) -> str:
     else:
         lead = f"margin {fmt_score(ev.margin)} over the runner-up"
     pick = f"{ev.request} → {ev.node}" if ev.node is not None else f"{ev.request} refused"
-    score = next((c.score for c in ev.candidates if c.node == ev.node and c.eligible), None)
-    line = f"{pick} · {ev.policy}" + ("" if score is None else f" · score {fmt_score(score)}") + f" · {lead}"
+    score = pick_score(ev)
+    line = f"{pick} · {ev.policy}" + ("" if score == "-" else f" · score {score}") + f" · {lead}"
     return line + (f" · STALE: {ev.stale}" if ev.stale else "")
 
 

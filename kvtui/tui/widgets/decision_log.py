@@ -10,14 +10,8 @@ and score (whose heading names the policy), and explains the pick in words.
 from __future__ import annotations
 
 from kvtui.events import RouteDecided
-from kvtui.run.narrate import fmt_score
+from kvtui.tui.widgets.candidates import pick_score
 from kvtui.tui.widgets.log_list import LogList
-
-
-def pick_score(ev: RouteDecided) -> str:
-    """The chosen candidate's score in the policy's own units ("-" when refused or unscored)."""
-    score = next((c.score for c in ev.candidates if c.node == ev.node and c.eligible), None)
-    return "-" if score is None else fmt_score(score)
 
 
 def short_reason(ev: RouteDecided) -> str:
