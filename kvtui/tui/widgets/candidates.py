@@ -56,7 +56,8 @@ def candidate_rows(ev: RouteDecided, short: int = 0) -> tuple[list[str], list[li
         behind = "-" if best is None or not c.eligible or c.node == ev.node else fmt_score(best - c.score)
         row = [f"{pick} {c.node}", fmt_score(c.score) if c.eligible else "-", behind]
         row += [fmt_score(c.feature(name)) for name in names]
-        row.append(c.note or ("picked" if c.node == ev.node else ""))
+        note = c.note.removeprefix(f"{c.node} ")  # "node-b is down" in node-b's row: "is down"
+        row.append(note or ("picked" if c.node == ev.node else ""))
         rows.append(row)
     return header, rows
 
@@ -127,7 +128,7 @@ def decision_line(ev: RouteDecided) -> str:
         lead = "picked by rule, no runner-up score"
     else:
         lead = f"margin {fmt_score(ev.margin)} over the runner-up"
-    pick = f"{ev.request} → {ev.node}" if ev.node is not None else f"{ev.request} refused"
+    pick = f"{ev.request} → {ev.node or 'none'}"
     score = pick_score(ev)
     line = f"{pick} · {ev.policy}" + ("" if score == "-" else f" · score {score}") + f" · {lead}"
     return line + (f" · STALE: {ev.stale}" if ev.stale else "")
