@@ -37,7 +37,8 @@ class DecisionLog(LogList):
         """The panels' tick (tui/panels.py): the run's new decisions, under a heading naming the
         policy whose score and reason the lines give (over the time and request columns, which
         read without one: at 120 columns the panel has no room for both)."""
-        heading = f"{frame.run.policy or 'policy':<17} → {'node':<7} {'score':>6}  why"
+        policy = frame.run.policy or (frame.decision.policy if frame.decision else "")  # a recording's: its decisions'
+        heading = f"{policy or 'policy':<17} → {'node':<7} {'score':>6}  why"
         if heading != self.heading:
             self.heading = heading
             self._resize()
