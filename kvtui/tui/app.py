@@ -61,6 +61,7 @@ from kvtui.tui.widgets.view_tabs import ViewTabs
 
 WIDE = 120  # columns from which every panel is shown at once
 TALL = 55  # rows from which the wide layout gives the histograms the room the Why panel left empty
+HUGE = 220  # columns from which the right half is two columns of panels (app.tcss, "huge")
 SLOW_PANEL_S = 0.25  # explanation / latency refresh period while playing
 
 
@@ -221,8 +222,10 @@ class KvtuiApp(FrameLoop, FittedToasts, App[None]):
         self.set_class(wide, "-wide")
         self.set_class(not wide, "-narrow")
         self.set_class(height >= TALL, "-tall")
+        replicated = self.runner.control_plane_view() is not None
+        self.set_class(wide and width >= HUGE, "-huge")
+        self.set_class(replicated, "-replicated")
         if hasattr(self, "terms"):  # a Raft group's terms: their own row, or the timeline's background when short
-            replicated = self.runner.control_plane_view() is not None
             self.terms.display = replicated and height >= ROWS_FOR_BANDS
             self.timeline.terms_inline = replicated and height < ROWS_FOR_BANDS
         if changed and hasattr(self, "latency_panels"):

@@ -62,8 +62,8 @@ PANELS: list[Panel] = [
           "heard a leader) and the last election; j / J jump to the next / last election, c kills the leader.",
           " height: 1fr;", shown=_replicated),
     Panel("decisions", "Decisions", lambda run, id: DecisionLog(id=id, classes="view"),
-          "one line per routing decision: request → node, and the policy's reason. Move onto a line (↑↓, or "
-          "click) to see every candidate with its features and score, and the decision explained in words."),
+          "one line per routing decision: request → node, its score, and the policy's reason. Move onto a line "
+          "(↑↓, or click) to see every candidate with its features and score, and the decision explained in words."),
     Panel("candidates", "Candidates", lambda run, id: CandidateTable(id=id, classes="view"),
           "every candidate of the decision on show: score, how far behind the pick, prefix blocks held, why "
           "it was not eligible.", " height: 1fr; max-height: 100%;"),

@@ -16,14 +16,18 @@ from kvtui.tui.widgets.in_place import update_in_place
 
 
 def node_lines(run) -> list[str]:
+    """The header and a line per node, columns as wide as their widest entry (a 4-node demo's
+    "126/128" needs 7 of the 13 a 131072-block pool takes: at 120 columns the last ones fit)."""
     notes = run.source.node_notes()
-    lines = [f"{'node':<12} {'gpu held':>13} {'cpu+':>5} {'evicted':>7} {'hits':>4} run wait"]
-    for n in run.view().nodes:
-        gpu = n.gpu
-        held = gpu.used + gpu.cached_idle
+    nodes = run.view().nodes
+    held = [f"{n.gpu.used + n.gpu.cached_idle}/{n.gpu.num_blocks}" for n in nodes]
+    name_w = max([4, *(len(fit_name(n.name, 12)) for n in nodes)])
+    held_w = max([8, *map(len, held)])
+    lines = [f"{'node':<{name_w}} {'gpu held':>{held_w}} {'cpu+':>5} {'evicted':>7} {'hits':>4} run wait"]
+    for n, gpu_held in zip(nodes, held):
         hits = "-" if n.hit_rate is None else f"{100 * n.hit_rate:.0f}%"
         cpu = n.cpu[0] if n.cpu else 0
-        line = (f"{fit_name(n.name, 12):<12} {f'{held}/{gpu.num_blocks}':>13} {cpu:>5} {n.evicted_total:>7} {hits:>4} "
+        line = (f"{fit_name(n.name, 12):<{name_w}} {gpu_held:>{held_w}} {cpu:>5} {n.evicted_total:>7} {hits:>4} "
                 f"{len(n.running):>3} {len(n.waiting):>4}" + ("" if n.up else " down"))
         lines.append(line)
         if notes.get(n.name):

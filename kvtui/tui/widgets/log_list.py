@@ -3,7 +3,8 @@
 Appending is O(1) and formats nothing: a line is formatted only when it is drawn, so a fast
 run that adds hundreds of events per second costs the UI a deque append per event. The list
 keeps at most `maxlen` items. It follows the newest item (scrolled to the end) until the user
-moves the cursor; Escape or End returns to following.
+moves the cursor; Escape or End returns to following. A subclass may keep a heading on the first
+row (`heading`: what its columns are), which does not scroll.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from textual.strip import Strip
 
 from kvtui.events import Event
 
+HEADING_FROM = 6  # rows from which a list shows its heading
+
 
 class LogList(ScrollView, can_focus=True):
     DEFAULT_CSS = """
@@ -35,6 +38,7 @@ class LogList(ScrollView, can_focus=True):
     LogList > .loglist--time { color: $text-muted; }
     LogList > .loglist--dim { color: $text-muted; }
     LogList > .loglist--empty { color: $text-muted; text-style: italic; }
+    LogList > .loglist--heading { color: $text-muted; text-style: bold underline; }
     """
 
     BINDINGS = [
@@ -47,7 +51,7 @@ class LogList(ScrollView, can_focus=True):
         Binding("enter", "choose", "Details", show=False),
     ]
 
-    COMPONENT_CLASSES = {"loglist--cursor", "loglist--time", "loglist--dim", "loglist--empty"}
+    COMPONENT_CLASSES = {"loglist--cursor", "loglist--time", "loglist--dim", "loglist--empty", "loglist--heading"}
 
     class Highlighted(Message):
         """The cursor moved onto an event (None: back to following the newest)."""
@@ -72,6 +76,7 @@ class LogList(ScrollView, can_focus=True):
             return self.log
 
     empty_text = "nothing yet"
+    heading = ""  # a first row that does not scroll (the columns' names); "" for none
 
     def __init__(self, maxlen: int = 500, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
@@ -123,8 +128,18 @@ class LogList(ScrollView, can_focus=True):
         self.scroll_to(y=0, animate=False, immediate=True, force=True)
         self.refresh()
 
+    @property
+    def _top(self) -> int:
+        """Rows above the items: the heading's, when the list has room for it (at 80x24 the
+        narrow layout leaves a log four rows: they go to the items)."""
+        return 1 if self.heading and self.scrollable_content_region.height >= HEADING_FROM else 0
+
+    def _rows(self) -> int:
+        """Rows the items have on screen (below the heading)."""
+        return max(1, self.scrollable_content_region.height - self._top)
+
     def _resize(self) -> None:
-        self.virtual_size = Size(self.size.width, max(len(self.items), 1))
+        self.virtual_size = Size(self.size.width, max(len(self.items), 1) + self._top)
 
     def on_resize(self) -> None:
         self._resize()
@@ -157,7 +172,7 @@ class LogList(ScrollView, can_focus=True):
         base = self.rich_style
         self._style_key = self.app.theme
         self._strips.clear()
-        names = {"loglist--cursor", "loglist--time", "loglist--dim", "loglist--empty", *self.style_names()}
+        names = {"loglist--cursor", "loglist--time", "loglist--dim", "loglist--empty", "loglist--heading", *self.style_names()}
         self._styles = {"": base}
         for name in names:
             self._styles[name] = base + self.get_component_rich_style(name)
@@ -166,8 +181,11 @@ class LogList(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         self._ensure_styles()
         width = self.scrollable_content_region.width
-        index = self.scroll_offset.y + y
         base = self._styles[""]
+        if y < self._top:
+            return Strip([Segment(self.heading, self._styles["loglist--heading"])]).crop(0, width).adjust_cell_length(width, base)
+        y -= self._top
+        index = self.scroll_offset.y + y
         if not self.items:
             if y == 0:
                 return Strip([Segment(self.empty_text, self._styles["loglist--empty"])]).adjust_cell_length(width, base)
@@ -216,7 +234,7 @@ class LogList(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
         else:
             top = self.scroll_offset.y
-            height = self.scrollable_content_region.height
+            height = self._rows()
             if index < top:
                 self.scroll_to(y=index, animate=False, immediate=True, force=True)
             elif index >= top + height:
@@ -235,7 +253,7 @@ class LogList(ScrollView, can_focus=True):
     def action_page(self, direction: int) -> None:
         if not self.items:
             return
-        step = max(1, self.scrollable_content_region.height - 1)
+        step = max(1, self._rows() - 1)
         start = len(self.items) - 1 if self.cursor is None else self.cursor
         self._move_to(start + direction * step)
 
@@ -251,8 +269,8 @@ class LogList(ScrollView, can_focus=True):
             self.post_message(self.Chosen(self, ev))
 
     def on_click(self, event) -> None:
-        index = self.scroll_offset.y + event.y
-        if 0 <= index < len(self.items):
+        index = self.scroll_offset.y + event.y - self._top
+        if event.y >= self._top and 0 <= index < len(self.items):
             self.focus()
             self._move_to(index)
             if event.chain >= 2:
