@@ -97,6 +97,7 @@ class Cost:
     requests: int = 0
     ends_by: str = ""
     peak_blocks: int = 0
+    smallest_pool_blocks: int = 0  # the smallest node's KV pool: what bounds a batch (`_steps`)
     longest_request_tokens: int = 0
     memory_bytes: int = 0
     seconds: float = 0.0
@@ -137,6 +138,7 @@ def estimate(scenario: Scenario, trace: TraceShape | None = None) -> Cost:
     cost = Cost()
     plans = node_plans(scenario)
     cost.peak_blocks = sum(plan.kv_blocks for plan in plans)
+    cost.smallest_pool_blocks = min((plan.kv_blocks for plan in plans), default=0)
     load = _load(scenario, cost, trace)
     cost.ends_by = load.ends_by
     cost.requests = 0 if load.requests is None else int(min(load.requests, 1e15))
@@ -236,7 +238,7 @@ def _steps(scenario: Scenario, cost: Cost, load: Load) -> Steps:
     budget = min(n.max_num_batched_tokens for n in nodes)
     seqs = 1 if scenario.latency.model == "linear" else min(n.max_num_seqs for n in nodes)
     sequence_blocks = max(1.0, (load.mean_context + load.mean_output) / bs)
-    fit = max(1.0, math.floor(min(plan.kv_blocks for plan in node_plans(scenario)) / sequence_blocks))
+    fit = max(1.0, math.floor(cost.smallest_pool_blocks / sequence_blocks))
     batch = min(seqs, fit)
     prefill = cost.requests * max(1.0, math.ceil(load.mean_context / budget))
     decode = cost.requests * load.mean_output / batch

@@ -157,7 +157,7 @@ def test_no_module_but_run_spec_fills_in_or_checks_a_run_parameter():
 
 def test_node_plans_are_computed_where_listed():
     """The engine reads the spec's plans; the loader plans once for its checks; the cost
-    estimate (kvtui/scenario/cost.py, left to the cost model's own change) twice."""
+    estimate and its service floor (kvtui/scenario/cost.py) twice."""
     calls = {str(path.relative_to(PACKAGE)): len(re.findall(r"\bnode_plans\(", path.read_text()))
              for path in PACKAGE.rglob("*.py")}
     calls = {k: v for k, v in calls.items() if v and k != "scenario/plan.py"}
