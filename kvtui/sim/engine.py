@@ -116,6 +116,9 @@ class Simulation:
             self.control_plane = ReplicatedControlPlane(self.bus, self.router, self.nodes, meta, rep, raft_rng, fsync_s)
         elif meta is not None:
             self.control_plane = ControlPlane(self.bus, self.router, self.nodes, meta)
+        if self.control_plane is not None:
+            for node in self.nodes:  # the store frames each iteration's KV events as single steps' (node.py)
+                node.publish_every_iteration = True
 
         self.workload = self._build_workload()
         self.env.process(self._pin_prefixes())

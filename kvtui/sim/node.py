@@ -44,8 +44,11 @@ after the model ran and before the step's outputs go back to the client. So a re
 while a step runs does not see the blocks that step is filling. A segment publishes its first
 iteration's events when that iteration ends and its later iterations' when it is committed
 or when something reads the node mid-segment (`settle`: the router's snapshot, a transfer), so
-a reader finds the pool and the index as single steps would have left them. Events made while
-the node is idle (a transfer's reservation) are published at once.
+a reader finds the pool and the index as single steps would have left them (the iteration in
+progress has its blocks, its events wait for its end). With a control-plane store every
+iteration's events are published at its end, so the WAL frames them as single steps'
+(`publish_every_iteration`). Events made while the node is idle (a transfer's reservation)
+are published at once.
 
 Admission control (the seed's GPU-aware admission): a request that can never fit this node's
 unpinned capacity is rejected with the numbers; `max_active` (running + waiting) and
@@ -144,6 +147,7 @@ class Node:
         self._segment: tuple[float, list[float]] = (0.0, [])  # (start, iteration durations) of the segment running
         self._segment_plan: _Plan | None = None  # the multi-iteration segment running, if one is
         self._segment_worked = 1  # its iterations whose block work is done (iteration 0's at planning)
+        self._ahead = 0  # held KV events (the last ones) of the iteration in progress, done early by `settle`
         self._blocked: tuple | None = None  # (head of queue, pool version, budget) of a failed admission
         self._held: list[tuple] | None = None  # KV events of the step in progress (None: no step runs)
         self._steps = 0  # steps planned: a flush timer of a step that was lost to a failure knows it
@@ -158,6 +162,11 @@ class Node:
         # Multi-iteration decode segments (see the module docstring): a speed shortcut, exact
         # (tests/differential/test_vllm_scheduler.py runs the node with and without them).
         self.segments = True
+        # A segment's later iterations publish their KV events when read or committed; with a
+        # control-plane store that would frame them in other group commits (a crash mid-segment
+        # replays fewer frames, the snapshots fall elsewhere), so the engine asks for each
+        # iteration's events at its end when a store records them.
+        self.publish_every_iteration = False
         self.rules = RULES  # see RULES: every rule on, except to measure what one moves
         self.process = self.env.process(self._loop())
 
@@ -299,8 +308,10 @@ class Node:
         ended = started - 1 if end - elapsed > _EPS else started
         if ended >= 1:
             self._segment_work(plan, ended)
-            self._publish_held()
-        self._segment_work(plan, started)
+            self._publish_held(keep=self._ahead if self._segment_worked > ended else 0)
+        held = len(self._held or ())
+        self._segment_work(plan, started)  # the iteration in progress: its events wait for its end
+        self._ahead += len(self._held or ()) - held
 
     def _segment_work(self, plan: _Plan, upto: int) -> None:
         """The block work of the segment's iterations up to `upto` (exclusive) not done yet."""
@@ -376,18 +387,34 @@ class Node:
         else:
             self.bus.publish(BlocksEvicted, self.name, keys, groups, for_request, medium)
 
-    def _publish_held(self) -> None:
-        """The step's KV events, in the order the pool made them (see the module docstring)."""
+    def _publish_held(self, keep: int = 0) -> None:
+        """The step's KV events, in the order the pool made them (see the module docstring), but
+        the last `keep`: those of a segment's iteration in progress, which `settle` did early
+        (a reader mid-iteration) and which single steps would publish only when it ends."""
         held = self._held
-        if held:
-            self._held = []
+        self._ahead = keep
+        if held and len(held) > keep:
+            self._held = held[len(held) - keep:]
             publish = self.bus.publish
-            for cls, fields in held:
+            for cls, fields in held[:len(held) - keep]:
                 publish(cls, *fields)
 
     def _first_iteration_ended(self, step: int) -> None:
         if step == self._steps and self._held is not None:
             self._publish_held()
+
+    def _publish_at_iteration_ends(self, durations: list[float]) -> None:
+        """At each of the segment's iteration ends, its events published as a single step's
+        would be (`settle`), so a store frames them as it would single steps'. A timer of a
+        segment cut short or lost finds another step (or none) running and does nothing."""
+        end = 0.0
+        for d in durations[:-1]:
+            end += d
+            self.env.call_later(end, lambda _t, step=self._steps: self._iteration_ended(step))
+
+    def _iteration_ended(self, step: int) -> None:
+        if step == self._steps:
+            self.settle()
 
     # ------------------------------------------------------------------ the loop
     def _loop(self):
@@ -413,7 +440,9 @@ class Node:
                 self._busy = True
                 self._segment = (start, durations)
                 if len(durations) > 1:
-                    if self._held:
+                    if self.publish_every_iteration:
+                        self._publish_at_iteration_ends(durations)
+                    elif self._held:
                         env.call_later(durations[0], lambda _t, step=self._steps: self._first_iteration_ended(step))
                     self._segment_plan = plan
                     self._wake = env.event()
@@ -439,6 +468,7 @@ class Node:
         """Decide the next segment, allocating (and evicting, preempting) as vLLM would."""
         kv = self.kv
         self._held = []
+        self._ahead = 0
         self._steps += 1
         budget = self.spec.max_num_batched_tokens
         plan = _Plan()
