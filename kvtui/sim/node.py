@@ -59,6 +59,7 @@ cached-but-idle blocks before anything is refused.
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.sim import loop
@@ -410,9 +411,9 @@ class Node:
         end = 0.0
         for d in durations[:-1]:
             end += d
-            self.env.call_later(end, lambda _t, step=self._steps: self._iteration_ended(step))
+            self.env.call_later(end, partial(self._iteration_ended, self._steps))
 
-    def _iteration_ended(self, step: int) -> None:
+    def _iteration_ended(self, step: int, _timer: object) -> None:
         if step == self._steps:
             self.settle()
 
