@@ -44,8 +44,11 @@ after the model ran and before the step's outputs go back to the client. So a re
 while a step runs does not see the blocks that step is filling. A segment publishes its first
 iteration's events when that iteration ends and its later iterations' when it is committed
 or when something reads the node mid-segment (`settle`: the router's snapshot, a transfer), so
-a reader finds the pool and the index as single steps would have left them. Events made while
-the node is idle (a transfer's reservation) are published at once.
+a reader finds the pool and the index as single steps would have left them (the iteration in
+progress has its blocks, its events wait for its end). With a control-plane store every
+iteration's events are published at its end, so the WAL frames them as single steps'
+(`publish_every_iteration`). Events made while the node is idle (a transfer's reservation)
+are published at once.
 
 Admission control (the seed's GPU-aware admission): a request that can never fit this node's
 unpinned capacity is rejected with the numbers; `max_active` (running + waiting) and
@@ -56,6 +59,7 @@ cached-but-idle blocks before anything is refused.
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from kvtui.sim import loop
@@ -163,6 +167,11 @@ class Node:
         # Multi-iteration decode segments (see the module docstring): a speed shortcut, exact
         # (tests/differential/test_vllm_scheduler.py runs the node with and without them).
         self.segments = True
+        # A segment's later iterations publish their KV events when read or committed; with a
+        # control-plane store that would frame them in other group commits (a crash mid-segment
+        # replays fewer frames, the snapshots fall elsewhere), so the engine asks for each
+        # iteration's events at its end when a store records them.
+        self.publish_every_iteration = False
         self.rules = RULES  # see RULES: every rule on, except to measure what one moves
         self.process = self.env.process(self._loop())
 
@@ -401,6 +410,19 @@ class Node:
         if step == self._steps and self._held is not None:
             self._publish_held()
 
+    def _publish_at_iteration_ends(self, durations: list[float]) -> None:
+        """At each of the segment's iteration ends, its events published as a single step's
+        would be (`settle`), so a store frames them as it would single steps'. A timer of a
+        segment cut short or lost finds another step (or none) running and does nothing."""
+        end = 0.0
+        for d in durations[:-1]:
+            end += d
+            self.env.call_later(end, partial(self._iteration_ended, self._steps))
+
+    def _iteration_ended(self, step: int, _timer: object) -> None:
+        if step == self._steps:
+            self.settle()
+
     # ------------------------------------------------------------------ the loop
     def _loop(self):
         env = self.env
@@ -425,7 +447,9 @@ class Node:
                 self._busy = True
                 self._segment = (start, durations)
                 if len(durations) > 1:
-                    if self._held:
+                    if self.publish_every_iteration:
+                        self._publish_at_iteration_ends(durations)
+                    elif self._held:
                         env.call_later(durations[0], lambda _t, step=self._steps: self._first_iteration_ended(step))
                     self._segment_plan = plan
                     self._wake = env.event()

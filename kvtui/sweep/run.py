@@ -12,6 +12,7 @@ estimate or stopped by the backstop as `kvtui run` would be (kvtui/run/budget.py
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -68,5 +69,7 @@ def execute(spec: RunSpec) -> Outcome:
         return Outcome(spec.index, error_line(spec, e.render()), False, 0.0, worker)
     except Exception as e:  # a bug in one cell must not cost the other runs
         return Outcome(spec.index, error_line(spec, f"{type(e).__name__}: {e}"), False, 0.0, worker)
+    finally:
+        gc.collect()  # the run's Simulation is a cycle: freed when its case ends, not by a later one
     return Outcome(spec.index, ok_line(spec, doc), True, float(doc.get("wall_time_s", 0.0)), worker,
                    time.process_time() - cpu0)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import textwrap
 
 import pytest
@@ -11,7 +9,6 @@ import pytest
 from kvtui.errors import InputError
 from kvtui.events import (
     BatchStepped,
-    BlocksEvicted,
     BlocksStored,
     DecodeRouted,
     FirstToken,
@@ -29,6 +26,7 @@ from kvtui.sim.engine import Simulation
 from kvtui.profiles import catalog
 from kvtui.scenario.links import LinkSpec, block_bytes, link_spec
 from kvtui.sim.transfer import Link
+from segments_support import outcome
 
 LLAMA_8B_BLOCK = 2 * 32 * 8 * 128 * 2 * 16  # K and V x layers x KV heads x head_dim x bf16 x 16 tokens
 
@@ -384,32 +382,6 @@ def test_a_transfer_reserved_mid_segment_leaves_the_segment_its_blocks(tmp_path)
 
 
 # ---------------------------------------------------------------- segments on and off, P/D
-def _outcome(events) -> tuple[list, dict[str, list]]:
-    """A run's events as the two sides of the segments differential compare them: every event
-    but BatchStepped (a segment is one), in order, and each node's KV events in order. Floats
-    compare to 1e-9 (a segment's end is its start plus the sum of its iterations, single steps
-    add them one by one: the last bits differ), and a KV event's time is left out: a segment
-    publishes its later iterations' KV events when something reads the node or when it ends,
-    not at each iteration's end (kvtui/sim/node.py)."""
-    def fields(ev) -> tuple:
-        out = [type(ev).__name__]
-        for f in dataclasses.fields(ev):
-            if f.name == "seq" or (f.name == "t" and isinstance(ev, (BlocksStored, BlocksEvicted))):
-                continue
-            v = getattr(ev, f.name)
-            out.append(round(v, 9 - int(math.floor(math.log10(abs(v))))) if isinstance(v, float) and v else v)
-        return tuple(out)
-
-    kv: dict[str, list] = {}
-    rest = []
-    for ev in events:
-        if isinstance(ev, (BlocksStored, BlocksEvicted)):
-            kv.setdefault(ev.node, []).append(fields(ev))
-        elif not isinstance(ev, BatchStepped):
-            rest.append(fields(ev))
-    return rest, kv
-
-
 @pytest.mark.parametrize("nodes, router, seed", [
     (SMALL_DECODE, "{policy: llm_d_pd}", 5), (SMALL_DECODE, "{policy: dynamo_disagg}", 6),
     (NODES, "{policy: llm_d_pd}", 7), (NODES, "{policy: dynamo_disagg}", 8)],
@@ -435,7 +407,7 @@ def test_decode_segments_change_nothing_a_pd_run_shows(tmp_path, nodes, router, 
         events: list = []
         sim.subscribe(events.append)
         sim.run()
-        sides.append((_outcome(events), sum(isinstance(e, BatchStepped) for e in events)))
+        sides.append((outcome(events), sum(isinstance(e, BatchStepped) for e in events)))
     (off, steps_off), (on, steps_on) = sides
     assert steps_on < steps_off, "no segment ran: the comparison shows nothing"
     assert any(e[0] == "KVTransferWaiting" for e in off[0]) or nodes is NODES

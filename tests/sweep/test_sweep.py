@@ -6,6 +6,7 @@ under a second), so the whole file costs a few seconds of subprocess start-up.""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -399,3 +400,13 @@ def test_plot_markers_of_series_that_meet_stay_visible():
     ns = "{http://www.w3.org/2000/svg}"
     marks = [e for e in root.iter() if e.get("fill") == "none" and e.get("stroke", "").startswith("#")]
     assert {e.tag for e in marks} >= {f"{ns}circle", f"{ns}rect"}  # a shape per series, hollow
+
+
+def test_a_sweep_run_frees_its_simulation_when_it_ends():
+    """A Simulation is a cycle and a run thaws its heap into the collector's oldest generation:
+    `blog_rerun.py --scale full --workers 1` kept every run's (19.7 GB after 201 runs)."""
+    from kvtui.sim.engine import Simulation
+    from kvtui.sweep.run import execute
+
+    assert execute(expand([PRESSURE], [], [None], 1, SMALL[1::2], force=True)[0]).ok
+    assert not [o for o in gc.get_objects() if isinstance(o, Simulation)]
