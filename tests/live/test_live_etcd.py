@@ -35,7 +35,7 @@ import pytest
 
 from differential.etcd_support import etcd_members, free_ports
 from kvtui.live.delivery import Served
-from kvtui.live.etcd_snapshot import SESSION_BUCKETS, sessions_key
+from kvtui.live.etcd_snapshot import BUCKETS, SESSION_BUCKETS, blocks_key, sessions_key
 from kvtui.live.recording import read_recording
 from differential.peers import require
 
@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "tests" / "differential" / "etcd_client.py"
 TTL_S = 2
 PREFIXES = 6
+PREFIX = b"kvtui/t/"  # the etcd keys' prefix for the URL's /t (kvtui/live/etcd_url.py)
 PREFIX_TOKENS = 3 * vp.BS  # three blocks shared, then a suffix of two of each request's own
 
 
@@ -94,21 +95,31 @@ def _first_answer(fronts, url: str, tokens: list[int], user: str, seconds: float
     pytest.fail(f"{url} did not route within {seconds} s")
 
 
-def _until_in_etcd(peer: Path, port: int, sessions: set[str], seconds: float = 30) -> None:
-    """Wait until A's writes have reached etcd: its session routes are all there. (After a
-    member is killed, the writes in flight wait for their RPC timeout, and for etcd's election
-    when it was the leader, before the next member takes them.)"""
-    keys = [sessions_key(b"kvtui/t/", b).decode() for b in range(SESSION_BUCKETS)]
+def _until_in_etcd(peer: Path, port: int, keys: list[str], done, what: str, seconds: float = 30) -> None:
+    """Wait until A's writes have reached etcd: `done` says so of the values under `keys`
+    (unpacked, absent ones left out). (After a member is killed, the writes in flight wait for
+    their RPC timeout, and for etcd's election when it was the leader, before the next member
+    takes them.) A writes after its index has taken a batch, so what etcd has, A's index has."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         got = subprocess.run([str(peer / "bin" / "python"), str(CLIENT), "dump", str(port), *keys],
                              capture_output=True, text=True, timeout=30)
         values = json.loads(got.stdout).values() if got.returncode == 0 else []
-        written = {s for v in values if v for s in msgpack.unpackb(bytes.fromhex(v), raw=False)}
-        if sessions <= written:
+        if done([msgpack.unpackb(bytes.fromhex(v), raw=False) for v in values if v]):
             return
         time.sleep(0.1)
-    pytest.fail(f"A's session routes did not reach etcd in {seconds} s")
+    pytest.fail(f"{what} did not reach etcd in {seconds} s")
+
+
+def _until_sessions_in_etcd(peer: Path, port: int, sessions: set[str]) -> None:
+    keys = [sessions_key(PREFIX, b).decode() for b in range(SESSION_BUCKETS)]
+    _until_in_etcd(peer, port, keys, lambda values: sessions <= {s for v in values for s in v}, "A's session routes")
+
+
+def _until_blocks_in_etcd(peer: Path, port: int, fronts, at_least: int) -> None:
+    """A has heard (and written) at least `at_least` blocks: the prefixes stored on the engines."""
+    keys = [blocks_key(PREFIX, f"vllm-{e}", b).decode() for e in range(len(fronts)) for b in range(BUCKETS)]
+    _until_in_etcd(peer, port, keys, lambda values: sum(map(len, values)) >= at_least, f"{at_least} blocks")
 
 
 def _decisions(recording: Path, count: int, seconds: float = 10) -> dict[str, Served]:
@@ -149,12 +160,12 @@ def test_a_standby_takes_over_routing_from_etcd_when_the_leader_stops(tmp_path, 
             for half in (range(PREFIXES // 2), range(PREFIXES // 2, PREFIXES)):
                 for i in half:  # stored on the engines directly: A learns them from KV events
                     fronts[i % 2].serve(_prompt(i, 0))
-                time.sleep(1.0)  # A's subscribers have the stored events (replay fills what came first)
+                _until_blocks_in_etcd(peer, list(etcd)[-1], fronts, 3 * (half.stop))  # A has the stored events
                 seen_by_a += [_first_answer(fronts, url_a, _prompt(i, 1), f"a-{i}") for i in half]
                 if members > 1 and half.start == 0:
                     next(iter(etcd.values())).kill()
             assert [e for e, _ in seen_by_a] == [holders[i] for i in range(PREFIXES)], seen_by_a
-            _until_in_etcd(peer, list(etcd)[-1], {f"a-{i}" for i in range(PREFIXES)})
+            _until_sessions_in_etcd(peer, list(etcd)[-1], {f"a-{i}" for i in range(PREFIXES)})
             a.send_signal(stop)
             killed = time.monotonic()
             took_over = _first_answer(fronts, url_b, _prompt(0, 2), "b-0")
