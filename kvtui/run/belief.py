@@ -170,7 +170,7 @@ def _live_engine(e, tally: RoutedTally, now: float) -> EngineBelief:
     in_use = None
     if sc is not None and sc.kv_usage is not None and sc.num_gpu_blocks:
         in_use = round(sc.kv_usage * sc.num_gpu_blocks)
-    tiers = (TierRow("gpu", len(e.held.get("gpu", ())), in_use, None, None),)
+    tiers: tuple[TierRow, ...] = (TierRow("gpu", len(e.held.get("gpu", ())), in_use, None, None),)
     if e.offloaded():
         tiers += (TierRow("cpu", e.offloaded(), None, None, None),)
     heard = tally.heard.get(e.name)
