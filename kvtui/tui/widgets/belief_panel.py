@@ -116,8 +116,8 @@ class BeliefPanel(Static):
     def tick(self, frame) -> None:
         """The panels' tick (tui/panels.py): redrawn when the run moved or the selection did."""
         run = frame.run
-        if not self.is_mounted:
-            return
+        if not self.is_mounted or not self.display:
+            return  # hidden (another tab on a narrow screen, a split screen's side): comparing sets costs
         selected = self.selected(frame)
         width = self.content_region.width
         key = (run.generation, run.position, run.now, selected, width)
