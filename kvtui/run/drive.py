@@ -43,6 +43,7 @@ from kvtui.events import (
     NodeDown,
     NodeUp,
 )
+from kvtui.run.belief import BeliefView, simulated_belief
 from kvtui.run.control_plane_view import ControlPlaneView, control_plane_view
 from kvtui.run.facts import Facts, SimulationFacts
 from kvtui.run.journal import Journal
@@ -257,6 +258,9 @@ class Drive(Navigable):
 
     def control_plane_view(self) -> ControlPlaneView | None:
         return control_plane_view(self.run.sim, self.run.journal)
+
+    def belief_view(self) -> BeliefView | None:
+        return simulated_belief(self.run.sim)
 
     def wal_counters(self) -> dict | None:
         cp = self.run.sim.control_plane

@@ -4,7 +4,8 @@ What real engines send (deliveries, kvtui/live/delivery.py) becomes the project'
 arrives (kvtui/live/translate.py); from there on nothing differs from a simulated run: the same
 `Journal` (decision log, event log, request lives, block provenance), `Metrics` (TTFT / TPOT /
 E2E from the proxy's measurements, hit rates), narration (kvtui/run/narrate.py) and views (the
-block maps: kvtui/live/view.py, fed by the same events). Position N is the event numbered N.
+block maps: kvtui/live/view.py, fed by the same events; the router's belief against the
+engines: kvtui/run/belief.py). Position N is the event numbered N.
 
 Moving: the picture at position p is the events up to p fed into a fresh journal, metrics and
 engines picture, from the nearest checkpoint (a copy of the three every CHECKPOINT_EVERY
@@ -34,6 +35,7 @@ from kvtui.events import EngineWatched, Event
 from kvtui.live.delivery import Delivery
 from kvtui.live.translate import Translator
 from kvtui.live.view import EnginesPicture
+from kvtui.run.belief import BeliefView, RoutedTally, live_belief
 from kvtui.run.journal import Journal
 from kvtui.run.source import Navigable
 from kvtui.sim.metrics import METRICS_EVENT_TYPES, Metrics
@@ -52,9 +54,11 @@ class _Picture:
 
     def __init__(self) -> None:
         self.journal, self.metrics, self.engines = Journal(), Metrics(), EnginesPicture()
+        self.routed = RoutedTally()
 
     def feed(self, ev: Event) -> None:
         self.journal.on_event(ev)
+        self.routed.on_event(ev)
         if isinstance(ev, METRICS_EVENT_TYPES):
             self.metrics.on_event(ev)
         elif isinstance(ev, EngineWatched):
@@ -230,6 +234,9 @@ class LiveSource(Navigable):
 
     def wal_counters(self) -> dict | None:
         return None
+
+    def belief_view(self) -> BeliefView:
+        return live_belief(self.picture.engines, self.picture.routed, self.now)
 
     @property
     def following(self) -> bool:

@@ -29,6 +29,7 @@ from kvtui.events import (
     RequestRejected,
     RouteDecided,
 )
+from kvtui.run.belief import BeliefView
 from kvtui.run.checkpoint_budget import CheckpointBudget
 from kvtui.run.control_plane_view import ControlPlaneView
 from kvtui.run.drive import FOLDABLE, Drive
@@ -338,6 +339,9 @@ class Run:
 
     def control_plane_view(self) -> ControlPlaneView | None:
         return self.source.control_plane_view()
+
+    def belief_view(self) -> BeliefView | None:
+        return self.source.belief_view()
 
     def crash_control_plane(self) -> Event | None:
         """Crash the control plane; None when the scenario has no store (or it is down already)."""

@@ -26,6 +26,7 @@ from kvtui.events import Event
 from kvtui.views import BlockView, ClusterView, KeyFigures
 
 if TYPE_CHECKING:
+    from kvtui.run.belief import BeliefView
     from kvtui.run.control_plane_view import ControlPlaneView
     from kvtui.run.facts import Facts
     from kvtui.run.journal import Journal
@@ -106,6 +107,11 @@ class RunSource(ABC):
 
     def control_plane_view(self) -> "ControlPlaneView | None":
         """A replicated control plane's members and last election; None without one."""
+        return None
+
+    def belief_view(self) -> "BeliefView | None":
+        """What the router believes each engine holds against what it holds (kvtui/run/belief.py);
+        None when the source cannot say."""
         return None
 
 

@@ -19,6 +19,7 @@ from textual.widget import Widget
 
 from kvtui.events import Event, RouteDecided
 from kvtui.run import Run
+from kvtui.tui.widgets.belief_panel import BeliefPanel
 from kvtui.tui.widgets.candidates import CandidateTable
 from kvtui.tui.widgets.control_plane_panel import ControlPlanePanel
 from kvtui.tui.widgets.decision_log import DecisionLog
@@ -78,6 +79,11 @@ PANELS: list[Panel] = [
           "one line per node: GPU blocks held of how many, offloaded, evicted, recent hit rate, running and "
           "waiting; a real engine's batches, gaps, malformed messages, epochs and last /metrics read.",
           " height: 1fr;"),
+    Panel("belief", "Belief", lambda run, id: BeliefPanel(run, id=id, classes="view"),
+          "per engine and tier, the blocks the router's index credits it with against what it holds (a real "
+          "engine: its KV events and /metrics), how stale the index is, and the hit rate given away (best "
+          "engine against the chosen one); the selected engine's ([ ]) story in words.",
+          " height: 1fr; max-height: 100%;"),
 ]
 
 

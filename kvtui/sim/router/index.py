@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import repeat
 from operator import or_
-from typing import ClassVar, Iterable, Sequence
+from typing import ClassVar, Collection, Iterable, Sequence
 
 from kvtui.events import BlocksEvicted, BlocksStored, Event, NodeCacheCleared
 from kvtui.sim.router.pods_per_key import PodsPerKey
@@ -211,6 +211,16 @@ class KVIndex:
         if medium is not None:
             return set(sets[MEDIA.index(medium)])
         return set().union(*sets)
+
+
+    def gap(self, node: str, medium: str, held: Collection[int]) -> tuple[int, int, int]:
+        """How the index's `medium` tier of `node` compares with `held`, the keys the node
+        really holds there: (credited, credited but not held, held but not credited). Set
+        arithmetic on the index's own set, no copy (the app's belief panel asks per frame)."""
+        sets = self._held.get(node)
+        credited = sets[_SLOT[medium]] if sets is not None else set()
+        wrong = len(credited.difference(held))
+        return len(credited), wrong, len(held) - (len(credited) - wrong)
 
 
 def _shifted(cpu: set[int]):

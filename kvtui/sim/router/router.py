@@ -113,6 +113,8 @@ class Router:
         self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0,
                       "prompt_blocks": 0, "available_blocks": 0, "chosen_blocks": 0}
         self.last_stale, self.last_stale_blocks = "", 0  # the last decision's gap (a replicated store's stale reads)
+        # per chosen node: [decisions, prompt blocks, available, chosen, stale decisions] (the app's belief panel)
+        self.by_node: dict[str, list[int]] = {n.name: [0, 0, 0, 0, 0] for n in self.nodes}
         self.last_match: dict[str, Match] = {}  # the precise index's answer at the last decision
         self.index_is_truth = True  # False: available vs achieved always asks the pools (tests)
         self.pairs: PairRoute | None = PairRoute(self) if self.policy.PAIRED else None
@@ -306,9 +308,14 @@ class Router:
         said = states[self.position[decision.node]].prefix
         node = self.node_by_name[decision.node]
         holds = node.kv.held_prefix(keys) if node.up else 0
-        self._count_available(keys, holds)
+        mine = self.by_node[node.name]
+        mine[0] += 1
+        mine[1] += len(keys)
+        mine[3] += holds
+        mine[2] += self._count_available(keys, holds)
         if said == holds:
             return ""
+        mine[4] += 1
         self.stats["stale_decisions"] += 1
         self.last_stale_blocks = abs(said - holds)
         if said > holds:
@@ -319,16 +326,18 @@ class Router:
             self.last_stale = f"index said {said} blocks on {node.name}, it holds {holds} (not yet reported)"
         return self.last_stale
 
-    def _count_available(self, keys: Sequence[int], holds: int) -> None:
+    def _count_available(self, keys: Sequence[int], holds: int) -> int:
         """Available against achieved: the longest prefix any up node held at the decision
         against what the chosen node held (`holds`). Their difference is the hit the router
-        gave away, whatever the reason (a stale index, load, or the policy's own choice)."""
+        gave away, whatever the reason (a stale index, load, or the policy's own choice).
+        Returns the available blocks."""
         best = holds
         if holds < len(keys):
             best = max(best, self._best_held(keys))
         self.stats["prompt_blocks"] += len(keys)
         self.stats["available_blocks"] += best
         self.stats["chosen_blocks"] += holds
+        return best
 
     def _best_held(self, keys: Sequence[int]) -> int:
         """The longest prefix of `keys` any up node holds. When the precise index gets every KV
