@@ -95,7 +95,7 @@ def _first_answer(fronts, url: str, tokens: list[int], user: str, seconds: float
     pytest.fail(f"{url} did not route within {seconds} s")
 
 
-def _until_in_etcd(peer: Path, port: int, keys: list[str], done, what: str, seconds: float = 30) -> None:
+def _until_in_etcd(peer: Path, port: int, keys: list[str], done, what: str, seconds: float = 60) -> None:
     """Wait until A's writes have reached etcd: `done` says so of the values under `keys`
     (unpacked, absent ones left out). (After a member is killed, the writes in flight wait for
     their RPC timeout, and for etcd's election when it was the leader, before the next member
