@@ -92,3 +92,21 @@ def test_a_step_back_takes_a_recording_s_belief_back():
     fresh.goto(middle)
     assert ahead.belief_view() == fresh.belief_view()
     assert 0 < fresh.belief_view().total.requests < 60
+
+
+def test_the_belief_tab_draws_itself_when_shown_on_a_paused_run():
+    """Hidden, the panel skips its ticks; `v` onto it while paused must not leave it blank until
+    the run moves (it was, at 80x24, found in tmux)."""
+    async def go():
+        app = make_app(load_scenario(PRESSURE), fps=0, theme="dark")
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.goto("20")
+            await pilot.pause()
+            app.refresh_panels(force=True)
+            await pilot.pause()
+            while app.view != "belief":
+                await pilot.press("v")
+            await pilot.pause()
+            assert "node-a" in app.query_one("#belief").text.plain
+
+    asyncio.run(go())

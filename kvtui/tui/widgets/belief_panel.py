@@ -104,7 +104,14 @@ class BeliefPanel(Static):
         super().__init__("", id=id, classes=classes)
         self.runner = runner
         self._key: tuple | None = None
+        self._frame = None  # the last tick's, for a panel shown between two ticks
         self.text = Text()
+
+    def on_show(self) -> None:
+        """Hidden panels skip their ticks, so one shown while the run is paused (`v` on a narrow
+        screen) draws itself from the last tick's frame, not blank until the run moves."""
+        if self._frame is not None:
+            self.tick(self._frame)
 
     def selected(self, frame) -> str | None:
         """The engine the Why is about: the app's selected node (`[` / `]`), else the one the
@@ -116,6 +123,7 @@ class BeliefPanel(Static):
     def tick(self, frame) -> None:
         """The panels' tick (tui/panels.py): redrawn when the run moved or the selection did."""
         run = frame.run
+        self._frame = frame
         if not self.is_mounted or not self.display:
             return  # hidden (another tab on a narrow screen, a split screen's side): comparing sets costs
         selected = self.selected(frame)
