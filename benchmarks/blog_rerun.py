@@ -256,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="kvtui-blog-") as tmp:
         out_dir = (args.out or Path(tmp)).resolve()
+        out_dir.mkdir(parents=True, exist_ok=True)  # a new --out is made, not refused by the sweep
         matrix = out_dir / f"matrix-{args.scale}.jsonl"
         names = list(WORKLOADS)
         run_matrix(names, args.scale, args.seeds, args.workers, matrix, fresh=False)  # resumed if there

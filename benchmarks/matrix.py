@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in args.only if n not in WORKLOADS]
     if unknown:
         p.error(f"--only: unknown workload {unknown[0]!r} (known: {', '.join(WORKLOADS)})")
+    args.out.mkdir(parents=True, exist_ok=True)
     out = (args.out / f"matrix-{args.scale}.jsonl").resolve()
     start = os.getloadavg()[0]
     wall, stderr = run_matrix(args.only, args.scale, args.seeds, args.workers, out, fresh=True)
