@@ -6,6 +6,7 @@ import json
 
 from kvtui.cli.common import Parser, add_force_option, load
 from kvtui.run.budget import check_budget, cost_of
+from kvtui.run.narrate import plural
 from kvtui.run.traces import scan_trace
 from kvtui.scenario.run_spec import resolve
 
@@ -26,7 +27,7 @@ def main(argv: list[str]) -> int:
     if not args.force:
         check_budget(args.scenario, scenario, cost)
     spec = resolve(scenario)  # what `kvtui run` would run, resolved as it is (kvtui/scenario/run_spec.py)
-    print(f"{args.scenario}: ok ({scenario.name}: {len(spec.plans)} nodes, policy {spec.policy})")
+    print(f"{args.scenario}: ok ({scenario.name}: {plural(len(spec.plans), 'node')}, policy {spec.policy})")
     print(f"  arrivals: {arrival_meaning(scenario.workload)}")
     for line in notes:
         print(f"  {line}")

@@ -73,10 +73,14 @@ class EtcdLink:
         return self.submit(work).result(timeout)
 
     def submit(self, work: Callable[[], Awaitable], done: Callable[[Future], None] | None = None) -> Future:
-        """Run `work()` on the loop without waiting; `done(future)` when it ends."""
+        """Run `work()` on the loop without waiting; `done(future)` when it ends, always on the
+        loop's thread. (A future that is done before its callback is added runs the callback at
+        once in the caller's thread: the keeper sends under its lock and its callback takes that
+        lock, so under load, when the loop answered first, the polling thread deadlocked and
+        route mode stopped reading KV events; tests/live/test_etcd_link.py.)"""
         future = asyncio.run_coroutine_threadsafe(self._guarded(work), self.loop)
         if done is not None:
-            future.add_done_callback(done)
+            future.add_done_callback(lambda f: self.loop.call_soon_threadsafe(done, f))
         return future
 
     async def _guarded(self, work: Callable[[], Awaitable]):
