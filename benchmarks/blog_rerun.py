@@ -1,6 +1,6 @@
 """The predicted-latency blog's experiment (seed 002), rerun as the blog ran it, with verdicts.
 
-Run:  python benchmarks/blog_rerun.py [--scale small|full] [--seeds 3] [--workers K] [--out DIR]
+Run:  python benchmarks/blog_rerun.py [--scale small|full] [--seeds 3] [--workers K] [--out DIR] [--write-doc FILE]
 
 Prints markdown for docs/routing.md: per workload (A-D, ShareGPT) a table of NTPOT p50 / p90
 and output tokens/s per ladder step and policy (mean ± 95 % Student-t half-width over the
@@ -42,6 +42,7 @@ significantly lower than the best heuristic's by at least half the blog's figure
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import os
@@ -54,6 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.matrix import POLICIES, WORKLOADS, run_matrix, scenario_of  # noqa: E402
+from benchmarks.measured import command_line, machine, replace_block  # noqa: E402
 from kvtui.sweep.grid import RATE  # noqa: E402
 from kvtui.sweep.ladder import Saturation, step_of  # noqa: E402
 from kvtui.sweep.stats import Estimate, estimate  # noqa: E402
@@ -245,31 +247,56 @@ def maas_section(args, out_dir: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scale", choices=("small", "full"), default="small")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--out", type=Path, help="directory for the sweeps' files (kept, so a rerun resumes); default a temporary one")
     p.add_argument("--no-maas", action="store_true", help="leave out the MaaS loads")
+    p.add_argument("--write-doc", type=Path, help="put the result into this file's `blog_rerun SCALE` measured block")
     args = p.parse_args(argv)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kvtui-blog-") as tmp:
         out_dir = (args.out or Path(tmp)).resolve()
         out_dir.mkdir(parents=True, exist_ok=True)  # a new --out is made, not refused by the sweep
-        matrix = out_dir / f"matrix-{args.scale}.jsonl"
-        names = list(WORKLOADS)
-        run_matrix(names, args.scale, args.seeds, args.workers, matrix, fresh=False)  # resumed if there
-        lines = [json.loads(x) for x in matrix.read_text().splitlines() if x.strip()]
-        from kvtui.scenario import load_scenario
-
-        for name in names:
-            scenario = scenario_of(name, args.scale)
-            window = float(load_scenario(ROOT / scenario).workload.duration_s)
-            print("\n".join(workload_section(name, read_ladders(lines, scenario, window), scenario, args.seeds)), flush=True)
-        if not args.no_maas:
-            print("\n".join(maas_section(args, out_dir)), flush=True)
+        sections = rerun(args, out_dir)
+        cpu_s = sum(json.loads(x).get("cpu_s", 0.0) for j in out_dir.glob("*.journal.jsonl")
+                    for x in j.read_text().splitlines() if x.strip())
+    body = "\n".join(sections)
+    print(body, flush=True)
+    if args.write_doc:
+        replace_block(args.write_doc, f"blog_rerun {args.scale}", provenance(argv, cpu_s) + body)
     return 0
+
+
+def rerun(args, out_dir: Path) -> list[str]:
+    """The markdown sections: each workload's table and verdict, then MaaS's."""
+    from kvtui.scenario import load_scenario
+
+    matrix = out_dir / f"matrix-{args.scale}.jsonl"
+    names = list(WORKLOADS)
+    run_matrix(names, args.scale, args.seeds, args.workers, matrix, fresh=False)  # resumed if there
+    lines = [json.loads(x) for x in matrix.read_text().splitlines() if x.strip()]
+    sections = []
+    for name in names:
+        scenario = scenario_of(name, args.scale)
+        window = float(load_scenario(ROOT / scenario).workload.duration_s)
+        sections += workload_section(name, read_ladders(lines, scenario, window), scenario, args.seeds)
+    if not args.no_maas:
+        sections += maas_section(args, out_dir)
+    return sections
+
+
+def provenance(argv: list[str], cpu_s: float) -> str:
+    """When, on what and by which command: a by-hand block is the machine's run, not CI's."""
+    from kvtui.sim import compiled
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"Measured {when} on this project's VM ({machine()}), {compiled.describe()}, commit {commit or 'unknown'}, "
+            f"{cpu_s / 60:.0f} CPU-minutes of runs in the sweeps' journals, by\n`{command_line('blog_rerun.py', argv)}`:\n\n")
 
 
 if __name__ == "__main__":

@@ -22,12 +22,12 @@ import argparse
 import datetime
 import json
 import os
-import re
-import shlex
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from measured import command_line, machine, replace_block
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDARD = ROOT / "benchmarks" / "standard.yaml"
@@ -77,15 +77,9 @@ def check(pure: dict, compiled: dict) -> None:
 
 def write_doc(path: Path, rows: list[str], argv: list[str], started: str) -> None:
     """Replace the measured block of `path` with this run's table."""
-    load = os.getloadavg()[0]
-    command = shlex.join(["python", "benchmarks/compiled_bench.py", *argv])
-    body = (f"Measured {started} on this project's VM ({os.cpu_count()} CPUs, load average {load:.1f} at the end) "
-            f"by\n`{command}`, medians of CPU seconds, same digests both ways:\n\n"
-            "| case | pure | compiled | compiled / pure |\n|---|---|---|---|\n" + "".join(rows))
-    pattern = re.compile(r"(<!-- measured: compiled_bench -->\n).*?(<!-- /measured -->)", re.S)
-    if not pattern.search(path.read_text()):
-        raise SystemExit(f"{path}: no '<!-- measured: compiled_bench -->' ... '<!-- /measured -->' block")
-    path.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), path.read_text()))
+    replace_block(path, "compiled_bench", f"Measured {started} on this project's VM ({machine()}) "
+                  f"by\n`{command_line('compiled_bench.py', argv)}`, medians of CPU seconds, same digests both ways:\n\n"
+                  "| case | pure | compiled | compiled / pure |\n|---|---|---|---|\n" + "".join(rows))
 
 
 def main() -> int:

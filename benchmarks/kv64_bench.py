@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import re
-import shlex
 import statistics
 import sys
 import time
 from collections import deque
 from pathlib import Path
+
+from measured import command_line, machine, replace_block
 
 import numpy as np
 
@@ -281,16 +280,9 @@ def run_array(reqs: list[tuple[np.ndarray, int]], table: BatchMap) -> tuple[floa
 
 
 def write_doc(path: Path, lines: list[str], argv: list[str], started: str) -> None:
-    load = os.getloadavg()[0]
-    command = shlex.join(["python", "benchmarks/kv64_bench.py", *argv])
-    block = (f"<!-- measured: kv64_bench -->\nMeasured {started} on this project's VM ({os.cpu_count()} CPUs, "
-             f"load average {load:.1f} at the end) by\n`{command}`, medians of CPU seconds, the same hits on every side:\n\n"
-             + "".join(lines) + "<!-- /measured -->")
-    text = path.read_text()
-    new, n = re.subn(r"<!-- measured: kv64_bench -->.*?<!-- /measured -->", lambda _m: block, text, flags=re.S)
-    if n != 1:
-        raise SystemExit(f"{path}: no `<!-- measured: kv64_bench -->` block to replace")
-    path.write_text(new)
+    replace_block(path, "kv64_bench", f"Measured {started} on this project's VM ({machine()}) by\n"
+                  f"`{command_line('kv64_bench.py', argv)}`, medians of CPU seconds, the same hits on every side:\n\n"
+                  + "".join(lines))
 
 
 def main() -> int:

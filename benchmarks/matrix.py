@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from measured import replace_block
+
 ROOT = Path(__file__).resolve().parent.parent
 
 WORKLOADS = {  # name -> (small file, full file)
@@ -108,15 +110,6 @@ def report(args, wall: float, stderr: str, out: Path, load: tuple[float, float])
     return "\n".join(lines) + "\n"
 
 
-def write_doc(path: Path, scale: str, body: str) -> None:
-    text = path.read_text()
-    pattern = re.compile(rf"(<!-- measured: matrix {scale} -->\n).*?(<!-- /measured -->)", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{path}: no '<!-- measured: matrix {scale} -->' ... '<!-- /measured -->' block to replace")
-    path.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), text))
-    print(f"wrote the timing into {path}")
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -139,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     body = report(args, wall, stderr, out, (start, os.getloadavg()[0]))
     print(body)
     if args.write_doc:
-        write_doc(args.write_doc, args.scale, body)
+        replace_block(args.write_doc, f"matrix {args.scale}", body)
     return 0
 
 

@@ -44,13 +44,14 @@ import dataclasses
 import datetime
 import json
 import os
-import re
 import shlex
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from measured import command_line, machine, replace_block
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDARD = ROOT / "benchmarks" / "standard.yaml"
@@ -313,11 +314,6 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> str:
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
-    return f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at the start"
-
-
 # One measured block per engine build (kvtui/sim/compiled.py): the default install's and the opt-in one's.
 BLOCKS = {"pure": "peer_bench", "compiled": "peer_bench compiled"}
 
@@ -326,16 +322,8 @@ def write_doc(path: Path, rows: list[Row], argv: list[str], started: str, where:
     """Replace the measured block of `path` with this run's table (see the module doc)."""
     from kvtui.sim import compiled
 
-    text = path.read_text()
-    command = shlex.join(["python", "benchmarks/peer_bench.py", *argv])
-    body = (f"Measured {started} on this project's VM ({where}), {compiled.describe()}, by\n`{command}`:\n\n"
-            f"{table(rows)}\n")
-    block = BLOCKS[compiled.build]
-    pattern = re.compile(rf"(<!-- measured: {block} -->\n).*?(<!-- /measured -->)", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{path}: no '<!-- measured: {block} -->' ... '<!-- /measured -->' block to replace")
-    path.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), text))
-    print(f"\nwrote the table into {path}")
+    replace_block(path, BLOCKS[compiled.build], f"Measured {started} on this project's VM ({where}), {compiled.describe()}, by\n"
+                  f"`{command_line('peer_bench.py', argv)}`:\n\n{table(rows)}\n")
 
 
 def main() -> int:
@@ -358,7 +346,7 @@ def main() -> int:
         return 0
 
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    where = machine()
+    where = machine("at the start")
     requests = 1000 if a.quick else 10000
     dynamo = Dynamo(a.peer_python)
     print(f"peer_bench {started}, {where}; Dynamo: {a.peer_python if dynamo.ok else dynamo.why}")
