@@ -122,13 +122,16 @@ def _until_blocks_in_etcd(peer: Path, port: int, fronts, at_least: int) -> None:
     _until_in_etcd(peer, port, keys, lambda values: sum(map(len, values)) >= at_least, f"{at_least} blocks")
 
 
-def _decisions(recording: Path, count: int, seconds: float = 10) -> dict[str, Served]:
-    """B's routed requests by session, read from its recording once all `count` are in it."""
+def _decisions(recording: Path, count: int, seconds: float = 30) -> dict[str, Served]:
+    """B's routed requests by session, read from its recording once all `count` are in it (B's
+    polling thread writes them; it stopped for good when the etcd link's callback deadlocked it)."""
     deadline = time.monotonic() + seconds
     while True:
         served = {d.session: d for d in read_recording(str(recording)) if isinstance(d, Served)}
-        if len(served) >= count or time.monotonic() > deadline:
+        if len(served) >= count:
             return served
+        if time.monotonic() > deadline:
+            pytest.fail(f"B recorded {len(served)} of its {count} routed requests in {seconds} s: {sorted(served)}")
         time.sleep(0.1)
 
 
