@@ -11,6 +11,7 @@ import threading
 import tracemalloc
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 import zmq
@@ -391,9 +392,12 @@ def test_a_long_zero_tail_is_read_in_bounded_memory(tmp_path):
 
 
 # ------------------------------------------------------------------ 12. serve
+CONCURRENCY = str(Path(__file__).resolve().parents[2] / "scenarios" / "concurrency.yaml")  # from any cwd
+
+
 @pytest.mark.parametrize("port", ["-1", "70000", "0", "²", "http"])
 def test_serve_refuses_a_bad_port(port, capsys):
-    assert cli_main(["serve", "scenarios/concurrency.yaml", "--port", port]) == 2
+    assert cli_main(["serve", CONCURRENCY, "--port", port]) == 2
     assert "is not a TCP port" in capsys.readouterr().err
 
 
@@ -408,7 +412,7 @@ def test_serve_warns_when_it_listens_beyond_this_machine(monkeypatch, capsys):
             pass
 
     monkeypatch.setattr(serve, "_server_class", lambda: Server)
-    scenario = "scenarios/concurrency.yaml"
+    scenario = CONCURRENCY
     assert cli_main(["serve", scenario, "--host", "0.0.0.0", "--port", "8123"]) == 0
     assert "anyone who can reach port 8123 there can open the app" in capsys.readouterr().err
     assert cli_main(["serve", scenario, "--host", "127.0.0.1"]) == 0
