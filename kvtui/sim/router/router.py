@@ -110,11 +110,11 @@ class Router:
         self.down = False
         self.reject_while_down = False
         self.held: list[Request] = []
-        self.stats = {"decisions": 0, "stale_decisions": 0, "stale_said_cached": 0, "stale_said_missing": 0,
-                      "prompt_blocks": 0, "available_blocks": 0, "chosen_blocks": 0}
         self.last_stale, self.last_stale_blocks = "", 0  # the last decision's gap (a replicated store's stale reads)
-        # per chosen node: [decisions, prompt blocks, available, chosen, stale decisions] (the app's belief panel)
+        # per chosen node: [decisions, prompt blocks, available, chosen, stale decisions] (the app's
+        # belief panel); the totals (`stats`) are their sums, so each decision is counted once
         self.by_node: dict[str, list[int]] = {n.name: [0, 0, 0, 0, 0] for n in self.nodes}
+        self.said_cached = self.said_missing = 0  # stale decisions: the index said more / less than the pool
         self.last_match: dict[str, Match] = {}  # the precise index's answer at the last decision
         self.index_is_truth = True  # False: available vs achieved always asks the pools (tests)
         self.pairs: PairRoute | None = PairRoute(self) if self.policy.PAIRED else None
@@ -304,7 +304,6 @@ class Router:
         self.last_stale, self.last_stale_blocks = "", 0
         if decision.node is None:
             return ""
-        self.stats["decisions"] += 1
         said = states[self.position[decision.node]].prefix
         node = self.node_by_name[decision.node]
         holds = node.kv.held_prefix(keys) if node.up else 0
@@ -312,32 +311,40 @@ class Router:
         mine[0] += 1
         mine[1] += len(keys)
         mine[3] += holds
-        mine[2] += self._count_available(keys, holds)
+        mine[2] += self._available(keys, holds)
         if said == holds:
             return ""
         mine[4] += 1
-        self.stats["stale_decisions"] += 1
         self.last_stale_blocks = abs(said - holds)
         if said > holds:
-            self.stats["stale_said_cached"] += 1
+            self.said_cached += 1
             self.last_stale = f"index said {said} blocks cached on {node.name}, it holds {holds}"
         else:
-            self.stats["stale_said_missing"] += 1
+            self.said_missing += 1
             self.last_stale = f"index said {said} blocks on {node.name}, it holds {holds} (not yet reported)"
         return self.last_stale
 
-    def _count_available(self, keys: Sequence[int], holds: int) -> int:
-        """Available against achieved: the longest prefix any up node held at the decision
+    def _available(self, keys: Sequence[int], holds: int) -> int:
+        """Available against achieved: the longest prefix any up node held at the decision,
         against what the chosen node held (`holds`). Their difference is the hit the router
-        gave away, whatever the reason (a stale index, load, or the policy's own choice).
-        Returns the available blocks."""
-        best = holds
+        gave away, whatever the reason (a stale index, load, or the policy's own choice)."""
         if holds < len(keys):
-            best = max(best, self._best_held(keys))
-        self.stats["prompt_blocks"] += len(keys)
-        self.stats["available_blocks"] += best
-        self.stats["chosen_blocks"] += holds
-        return best
+            return max(holds, self._best_held(keys))
+        return holds
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The routing totals: `by_node` summed (read per frame by the app, per run by `report`)."""
+        d = blocks = available = chosen = stale = 0
+        for row in self.by_node.values():
+            d += row[0]
+            blocks += row[1]
+            available += row[2]
+            chosen += row[3]
+            stale += row[4]
+        return {"decisions": d, "stale_decisions": stale, "stale_said_cached": self.said_cached,
+                "stale_said_missing": self.said_missing, "prompt_blocks": blocks, "available_blocks": available,
+                "chosen_blocks": chosen}
 
     def _best_held(self, keys: Sequence[int]) -> int:
         """The longest prefix of `keys` any up node holds. When the precise index gets every KV
