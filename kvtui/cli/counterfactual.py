@@ -42,10 +42,10 @@ def main(args) -> int:
 def app(args, deliveries, argv: list[str]) -> int:
     """The split screen: the recording beside its traffic simulated under --as (kvtui/tui/counterfactual.py)."""
     from kvtui.cli.app import run_app
-    from kvtui.run.recorded_traffic import read_traffic
+    from kvtui.run.recorded_traffic import traffic_of
     from kvtui.tui.counterfactual import make_counterfactual_app
 
-    traffic = read_traffic(args.recording)
+    traffic = traffic_of(args.recording, deliveries)  # read once, by replay's main
     return run_app(make_counterfactual_app(traffic, deliveries, _base(args), args.as_policy, args.seed,
                                            theme=args.theme), argv)
 

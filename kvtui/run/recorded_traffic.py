@@ -15,6 +15,7 @@ and is refused with why.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kvtui.errors import InputError
@@ -55,7 +56,11 @@ class Traffic:
 
 def read_traffic(path: str) -> Traffic:
     """The recording's routed requests, in the order they were routed; InputError when it has none to replay."""
-    deliveries = read_recording(path)
+    return traffic_of(path, read_recording(path))
+
+
+def traffic_of(path: str, deliveries: Sequence) -> Traffic:
+    """`read_traffic` of a recording already read (the app's split screen shows its deliveries too)."""
     served = [d for d in deliveries if isinstance(d, Served)]
     if not served:
         raise InputError.one(path, None, "not a route-mode recording: no request routed in it "
