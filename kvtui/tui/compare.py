@@ -29,7 +29,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
 from kvtui.scenario.model import Scenario
-from kvtui.scenario.run_spec import RunSpec, resolve
+from kvtui.scenario.run_spec import RunSpec, as_spec, resolve
 from kvtui.scenario.patterns import pattern_of, with_pattern
 from kvtui.run import Lockstep, Run
 from kvtui.views import KeyFigures
@@ -374,16 +374,16 @@ def make_compare_app(scenario: RunSpec | Scenario, vs: str, seed: int | None = N
     cannot take here."""
     from kvtui.errors import InputError
 
-    if vs.startswith(PATTERN):
+    spec = as_spec(scenario, seed, policy)
+    patterned = None
+    if vs.startswith(PATTERN):  # the same policy, the right side's Raft group as another pattern
         try:
-            with_pattern(scenario.scenario if isinstance(scenario, RunSpec) else scenario, vs[len(PATTERN):])
+            patterned = with_pattern(spec.scenario, vs[len(PATTERN):])
         except ValueError as e:
             raise InputError.one("--vs", None, str(e)) from None
-    left = Run(scenario, seed=seed, policy=policy)
-    spec = left.spec
-    assert spec is not None
-    if vs.startswith(PATTERN):  # the same policy, the right side's Raft group as another pattern
-        right = Run(resolve(with_pattern(spec.scenario, vs[len(PATTERN):]), spec.seed, spec.policy))
+    left = Run(spec)
+    if patterned is not None:
+        right = Run(resolve(patterned, spec.seed, spec.policy))
         labels = (f"pattern {pattern_of(spec.scenario) or 'as written'}", f"pattern {vs[len(PATTERN):]}")
     else:
         right = Run(spec.again(vs, flag="--vs"))
